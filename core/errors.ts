@@ -1,0 +1,37 @@
+import type { Origin } from './model.ts';
+
+/** Identifies an object in a message without ever including its content. */
+export interface ObjectIdentity {
+  readonly kind: string;
+  readonly name: string;
+  readonly namespace: string;
+  readonly origin?: Origin;
+}
+
+/** `file.yaml#2 Secret prod/db` — enough for a user to find the document. */
+export function describeObject(object: ObjectIdentity): string {
+  const where = object.origin === undefined ? '' : `${object.origin.file}#${object.origin.document} `;
+  const scoped = object.namespace === '' ? object.name : `${object.namespace}/${object.name}`;
+  return `${where}${object.kind} ${scoped || '<unnamed>'}`;
+}
+
+/**
+ * An object in the input is not something Driftless can process: a ConfigMap
+ * value that is not a string, base64 that does not decode, a bad regex in a
+ * reload annotation. The message names the object and the field and never
+ * quotes a Secret's value.
+ */
+export class ManifestError extends Error {
+  override readonly name = 'ManifestError';
+  readonly object: ObjectIdentity;
+  /** A dotted path to the offending field, e.g. `data.password` or `metadata.annotations[...]`. */
+  readonly field: string;
+  readonly problem: string;
+
+  constructor(object: ObjectIdentity, field: string, problem: string, options?: ErrorOptions) {
+    super(`${describeObject(object)}: ${field}: ${problem}`, options);
+    this.object = object;
+    this.field = field;
+    this.problem = problem;
+  }
+}
