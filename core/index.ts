@@ -1,0 +1,54 @@
+/**
+ * The shared core of Driftless: pure functions from parsed Kubernetes objects
+ * to references, policy decisions and hash v1 values. The plugin (rendered
+ * manifests) and the controller (live objects) both import from here only.
+ */
+export type {
+  ConfigKind,
+  HashEntry,
+  HashKey,
+  KubeObject,
+  Manifest,
+  Origin,
+  PolicyDecision,
+  PolicyMode,
+  PolicyRule,
+  Reference,
+  ReferenceField,
+} from './model.ts';
+export { ManifestError, describeObject } from './errors.ts';
+export type { ObjectIdentity } from './errors.ts';
+export { apiGroup, expandLists, getPath, isRecord, toManifest } from './manifest.ts';
+export type { ManifestContext } from './manifest.ts';
+export { WORKLOAD_KINDS, isRollout, podTemplatePath, rolloutWorkloadRef } from './workloads.ts';
+export type { WorkloadKind, WorkloadRef } from './workloads.ts';
+export { findReferences } from './references.ts';
+export { ANNOTATIONS, CONFIG_KINDS, decide, namedMatch, parseGoBool, readAnnotations, readWorkloadPolicy } from './policy.ts';
+export type { KindPolicy, NamedPattern, PolicyConfig, WorkloadPolicy } from './policy.ts';
+export {
+  HASH_ANNOTATION,
+  HASH_VERSION,
+  SOURCE_ENTRY_KINDS,
+  canonicalJson,
+  configMapEntry,
+  decodeBase64,
+  hashEntries,
+  hashMessage,
+  secretEntry,
+  sortEntries,
+  sourceEntry,
+} from './hash.ts';
+export type { SourceEntryKind } from './hash.ts';
+export {
+  SECRET_PROVIDER_CLASS_GROUP,
+  SECRET_SOURCE_KINDS,
+  isConfigMap,
+  isSecret,
+  isSecretProviderClass,
+  providedSecretName,
+  secretSourceKind,
+  sourceTemplateAnnotations,
+} from './providers.ts';
+export type { SecretSourceKind } from './providers.ts';
+export { planWorkloads } from './plan.ts';
+export type { ConfigReport, PlanOptions, WorkloadPlan } from './plan.ts';

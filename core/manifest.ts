@@ -1,0 +1,89 @@
+import { ManifestError } from './errors.ts';
+import type { KubeObject, Manifest, Origin } from './model.ts';
+
+/** Where an object is being read: the app's destination namespace and, for errors, its document. */
+export interface ManifestContext {
+  /** Namespace of objects that do not set `metadata.namespace` (Argo CD's destination namespace). */
+  readonly defaultNamespace: string;
+  readonly origin?: Origin;
+}
+
+/** True for a plain (non-array, non-null) object. */
+export function isRecord(value: unknown): value is Readonly<Record<string, unknown>> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Reads a nested field, or `undefined` when any step is missing or not an object. */
+export function getPath(value: unknown, path: readonly string[]): unknown {
+  let current = value;
+  for (const step of path) {
+    if (!isRecord(current) || !Object.hasOwn(current, step)) return undefined;
+    current = current[step];
+  }
+  return current;
+}
+
+/** The API group of an `apiVersion`: `apps` for `apps/v1`, `""` for the core group's `v1`. */
+export function apiGroup(apiVersion: string): string {
+  const slash = apiVersion.lastIndexOf('/');
+  return slash === -1 ? '' : apiVersion.slice(0, slash);
+}
+
+/**
+ * Extracts the identity every rule needs from one parsed object, once.
+ * Throws ManifestError when the object is not a Kubernetes object: not a
+ * mapping, or without a string `apiVersion`, `kind` and `metadata.name`.
+ */
+export function toManifest(object: unknown, context: ManifestContext): Manifest {
+  const origin = context.origin;
+  const guess = {
+    kind: isRecord(object) && typeof object['kind'] === 'string' ? object['kind'] : '<object>',
+    name: typeof getPath(object, ['metadata', 'name']) === 'string' ? (getPath(object, ['metadata', 'name']) as string) : '',
+    namespace: context.defaultNamespace,
+    ...(origin === undefined ? {} : { origin }),
+  };
+  if (!isRecord(object)) {
+    throw new ManifestError(guess, '.', 'a Kubernetes object must be a mapping');
+  }
+  const apiVersion = object['apiVersion'];
+  if (typeof apiVersion !== 'string' || apiVersion === '') {
+    throw new ManifestError(guess, 'apiVersion', 'must be a non-empty string');
+  }
+  const kind = object['kind'];
+  if (typeof kind !== 'string' || kind === '') {
+    throw new ManifestError(guess, 'kind', 'must be a non-empty string');
+  }
+  const metadata = object['metadata'];
+  if (!isRecord(metadata)) {
+    throw new ManifestError(guess, 'metadata', 'must be a mapping');
+  }
+  const name = metadata['name'];
+  if (typeof name !== 'string' || name === '') {
+    throw new ManifestError(guess, 'metadata.name', 'must be a non-empty string');
+  }
+  const namespace = metadata['namespace'];
+  if (namespace !== undefined && namespace !== null && typeof namespace !== 'string') {
+    throw new ManifestError(guess, 'metadata.namespace', 'must be a string');
+  }
+  return Object.freeze({
+    object: object as KubeObject,
+    group: apiGroup(apiVersion),
+    kind,
+    name,
+    namespace: typeof namespace === 'string' && namespace !== '' ? namespace : context.defaultNamespace,
+    ...(origin === undefined ? {} : { origin }),
+  });
+}
+
+/**
+ * Flattens `kind: List` and typed lists (`ConfigMapList`, ...) into their
+ * `items`, recursively, so that `kubectl get -o yaml` output can be fed in.
+ * Items are returned as they are (same references, never copied), so a caller
+ * can map a stamped item back to its document. Anything else is returned alone.
+ */
+export function expandLists(object: unknown): unknown[] {
+  if (isRecord(object) && typeof object['kind'] === 'string' && object['kind'].endsWith('List') && Array.isArray(object['items'])) {
+    return (object['items'] as unknown[]).flatMap((item) => expandLists(item));
+  }
+  return [object];
+}

@@ -1,0 +1,224 @@
+import { configMapEntry, hashEntries, secretEntry, sortEntries, sourceEntry } from './hash.ts';
+import { getPath } from './manifest.ts';
+import type { ConfigKind, HashEntry, HashKey, Manifest, PolicyDecision, PolicyMode, Reference } from './model.ts';
+import { decide, namedMatch, readAnnotations, readWorkloadPolicy } from './policy.ts';
+import { isConfigMap, isSecret, isSecretProviderClass, providedSecretName, secretSourceKind, sourceTemplateAnnotations } from './providers.ts';
+import { findReferences } from './references.ts';
+import { isRollout, podTemplatePath, rolloutWorkloadRef } from './workloads.ts';
+
+/** What a workload uses of one config object, and whether it feeds the hash. */
+export interface ConfigReport {
+  readonly kind: ConfigKind;
+  readonly name: string;
+  /** Every use in the pod template; empty when selected by name only. */
+  readonly references: readonly Reference[];
+  /** The object itself is in the render (in the workload's namespace). */
+  readonly inRender: boolean;
+  /** Git-side sources in the render that provide this Secret (SealedSecret, ExternalSecret, Certificate). */
+  readonly providers: readonly { readonly kind: string; readonly name: string }[];
+  readonly decision: PolicyDecision;
+}
+
+/** The outcome for one workload: what it uses, what is hashed, and the value to stamp. */
+export interface WorkloadPlan {
+  readonly workload: Manifest;
+  /** Where the pod template is; `undefined` for a Rollout with `spec.workloadRef`. */
+  readonly templatePath: readonly string[] | undefined;
+  /**
+   * Why the workload is not stamped (e.g. include-rollouts=false). A skipped
+   * workload still reports its configs, but has no entries and no hash.
+   */
+  readonly skipped?: string;
+  /** One per referenced config and per unreferenced config a named pattern matches, sorted kind then name. */
+  readonly configs: readonly ConfigReport[];
+  /** The hash v1 entries, sorted kind then name. */
+  readonly entries: readonly HashEntry[];
+  /** The value to stamp; `undefined` when skipped or when no selected config is in the render. */
+  readonly hash: string | undefined;
+}
+
+/** Options of a plan; the shells parse them from parameters or flags. */
+export interface PlanOptions {
+  readonly mode: PolicyMode;
+  /** When false, Rollouts (and Deployments a Rollout's workloadRef borrows) are left to the controller. */
+  readonly includeRollouts: boolean;
+  readonly key?: HashKey;
+}
+
+/** The config-side objects of the render in one namespace. */
+interface NamespaceIndex {
+  readonly configs: Map<string, Manifest[]>;
+  /** Provided Secret name → sources. */
+  readonly sources: Map<string, Manifest[]>;
+}
+
+const configKey = (kind: string, name: string): string => `${kind}/${name}`;
+
+function configKindOf(m: Manifest): ConfigKind | undefined {
+  if (isConfigMap(m)) return 'ConfigMap';
+  if (isSecret(m)) return 'Secret';
+  if (isSecretProviderClass(m)) return 'SecretProviderClass';
+  return undefined;
+}
+
+function push<K, V>(map: Map<K, V[]>, key: K, value: V): void {
+  const list = map.get(key);
+  if (list === undefined) map.set(key, [value]);
+  else list.push(value);
+}
+
+function compareByKindName(a: { kind: string; name: string }, b: { kind: string; name: string }): number {
+  if (a.kind !== b.kind) return a.kind < b.kind ? -1 : 1;
+  if (a.name !== b.name) return a.name < b.name ? -1 : 1;
+  return 0;
+}
+
+/**
+ * Computes every config object's entry up front, in input order, so a broken
+ * ConfigMap or Secret is reported even when no workload uses it (the sync
+ * would fail on it anyway) and each object is decoded once.
+ */
+function computeEntries(manifests: readonly Manifest[]): Map<Manifest, HashEntry> {
+  const entries = new Map<Manifest, HashEntry>();
+  for (const m of manifests) {
+    if (isConfigMap(m)) entries.set(m, configMapEntry(m));
+    else if (isSecret(m)) entries.set(m, secretEntry(m));
+    else if (isSecretProviderClass(m) || secretSourceKind(m) !== undefined) entries.set(m, sourceEntry(m));
+  }
+  return entries;
+}
+
+function indexNamespaces(manifests: readonly Manifest[]): Map<string, NamespaceIndex> {
+  const index = new Map<string, NamespaceIndex>();
+  const at = (namespace: string): NamespaceIndex => {
+    let entry = index.get(namespace);
+    if (entry === undefined) {
+      entry = { configs: new Map(), sources: new Map() };
+      index.set(namespace, entry);
+    }
+    return entry;
+  };
+  for (const m of manifests) {
+    const kind = configKindOf(m);
+    if (kind !== undefined) push(at(m.namespace).configs, configKey(kind, m.name), m);
+    const provided = providedSecretName(m);
+    if (provided !== undefined) push(at(m.namespace).sources, provided, m);
+  }
+  return index;
+}
+
+/** The annotations `ignore`/`match` are read from: the object's own, else its sources' templates (first in kind, name order wins per key). */
+function configAnnotations(objects: readonly Manifest[], sources: readonly Manifest[]): Readonly<Record<string, string>> {
+  const first = objects[0];
+  if (first !== undefined) return readAnnotations(first, ['metadata', 'annotations']);
+  const merged: Record<string, string> = {};
+  for (const source of [...sources].sort(compareByKindName)) {
+    for (const [key, value] of Object.entries(sourceTemplateAnnotations(source))) {
+      if (!Object.hasOwn(merged, key)) merged[key] = value;
+    }
+  }
+  return merged;
+}
+
+const EMPTY_INDEX: NamespaceIndex = { configs: new Map(), sources: new Map() };
+
+function planOne(
+  workload: Manifest,
+  templatePath: readonly string[] | undefined,
+  skipped: string | undefined,
+  index: NamespaceIndex,
+  entryOf: Map<Manifest, HashEntry>,
+  options: PlanOptions,
+): WorkloadPlan {
+  const references = templatePath === undefined ? [] : findReferences(getPath(workload.object, [...templatePath, 'spec']));
+  const policy = readWorkloadPolicy(workload);
+  const candidates = new Map<string, { kind: ConfigKind; name: string; references: Reference[] }>();
+  for (const reference of references) {
+    const key = configKey(reference.kind, reference.name);
+    const found = candidates.get(key);
+    if (found === undefined) candidates.set(key, { kind: reference.kind, name: reference.name, references: [reference] });
+    else found.references.push(reference);
+  }
+  if (templatePath !== undefined) {
+    // Named patterns need no reference: every config in the namespace, and every Secret a source provides, is a candidate.
+    const inNamespace: [ConfigKind, string][] = [
+      ...[...index.configs.values()].map((objects) => [configKindOf(objects[0] as Manifest) as ConfigKind, (objects[0] as Manifest).name] as [ConfigKind, string]),
+      ...[...index.sources.keys()].map((name) => ['Secret', name] as [ConfigKind, string]),
+    ];
+    for (const [kind, name] of inNamespace) {
+      const key = configKey(kind, name);
+      if (!candidates.has(key) && namedMatch(policy, kind, name) !== undefined) {
+        candidates.set(key, { kind, name, references: [] });
+      }
+    }
+  }
+  const configs: ConfigReport[] = [];
+  const entries: HashEntry[] = [];
+  for (const candidate of [...candidates.values()].sort(compareByKindName)) {
+    const objects = index.configs.get(configKey(candidate.kind, candidate.name)) ?? [];
+    const sources = candidate.kind === 'Secret' ? [...(index.sources.get(candidate.name) ?? [])].sort(compareByKindName) : [];
+    const annotations = configAnnotations(objects, sources);
+    const decision = decide(policy, { kind: candidate.kind, name: candidate.name, annotations }, candidate.references.length > 0, options.mode);
+    configs.push(Object.freeze({
+      kind: candidate.kind,
+      name: candidate.name,
+      references: Object.freeze(candidate.references),
+      inRender: objects.length > 0,
+      providers: Object.freeze(sources.map((s) => Object.freeze({ kind: s.kind, name: s.name }))),
+      decision,
+    }));
+    if (decision.selected && skipped === undefined) {
+      for (const m of [...objects, ...sources]) entries.push(entryOf.get(m) as HashEntry);
+    }
+  }
+  const sorted = sortEntries(entries);
+  return Object.freeze({
+    workload,
+    templatePath,
+    ...(skipped === undefined ? {} : { skipped }),
+    configs: Object.freeze(configs),
+    entries: Object.freeze(sorted),
+    hash: sorted.length === 0 ? undefined : hashEntries(sorted, options.key),
+  });
+}
+
+/**
+ * Plans every workload of a render, in input order: one plan per workload
+ * manifest, skipped ones included (a Rollout with `spec.workloadRef`, and
+ * Rollouts when `includeRollouts` is false). References resolve in the
+ * workload's namespace. Throws ManifestError for the first invalid object
+ * (a bad ConfigMap/Secret value, a bad regex, a non-string annotation).
+ */
+export function planWorkloads(manifests: readonly Manifest[], options: PlanOptions): WorkloadPlan[] {
+  const entryOf = computeEntries(manifests);
+  const index = indexNamespaces(manifests);
+  // A Deployment borrowed by a Rollout's workloadRef rolls out through the Rollout, so it follows include-rollouts.
+  const borrowedBy = new Map<string, Manifest>();
+  for (const m of manifests) {
+    const ref = rolloutWorkloadRef(m);
+    if (ref !== undefined) borrowedBy.set(`${ref.namespace}/${ref.group}/${ref.kind}/${ref.name}`, m);
+  }
+  const plans: WorkloadPlan[] = [];
+  for (const m of manifests) {
+    const templatePath = podTemplatePath(m);
+    const rollout = isRollout(m);
+    if (templatePath === undefined && !rollout) continue;
+    if (templatePath === undefined && rolloutWorkloadRef(m) === undefined && rollout) {
+      // A workloadRef without a name: nothing to borrow, nothing to stamp.
+      plans.push(planOne(m, undefined, 'spec.workloadRef names no workload', EMPTY_INDEX, entryOf, options));
+      continue;
+    }
+    let skipped: string | undefined;
+    const borrower = borrowedBy.get(`${m.namespace}/${m.group}/${m.kind}/${m.name}`);
+    if (templatePath === undefined) {
+      const ref = rolloutWorkloadRef(m);
+      skipped = `the pod template is borrowed from ${ref?.kind ?? 'Deployment'} ${ref?.name ?? ''} (spec.workloadRef), which is stamped instead`;
+    } else if (rollout && !options.includeRollouts) {
+      skipped = 'include-rollouts=false: the controller restarts Rollouts';
+    } else if (borrower !== undefined && !options.includeRollouts) {
+      skipped = `include-rollouts=false: the template belongs to Rollout ${borrower.name} (spec.workloadRef)`;
+    }
+    plans.push(planOne(m, templatePath, skipped, index.get(m.namespace) ?? EMPTY_INDEX, entryOf, options));
+  }
+  return plans;
+}

@@ -1,0 +1,249 @@
+import { ManifestError } from './errors.ts';
+import { getPath, isRecord } from './manifest.ts';
+import type { ConfigKind, Manifest, PolicyDecision, PolicyMode } from './model.ts';
+import { podTemplatePath } from './workloads.ts';
+
+/**
+ * Stakater Reloader's annotation keys, so that a workload annotated for
+ * Reloader means the same thing here without editing a manifest.
+ */
+export const ANNOTATIONS = Object.freeze({
+  auto: 'reloader.stakater.com/auto',
+  search: 'reloader.stakater.com/search',
+  match: 'reloader.stakater.com/match',
+  ignore: 'reloader.stakater.com/ignore',
+  typedAuto: Object.freeze({
+    ConfigMap: 'configmap.reloader.stakater.com/auto',
+    Secret: 'secret.reloader.stakater.com/auto',
+    SecretProviderClass: 'secretproviderclass.reloader.stakater.com/auto',
+  }),
+  named: Object.freeze({
+    ConfigMap: 'configmap.reloader.stakater.com/reload',
+    Secret: 'secret.reloader.stakater.com/reload',
+    SecretProviderClass: 'secretproviderclass.reloader.stakater.com/reload',
+  }),
+  exclude: Object.freeze({
+    ConfigMap: 'configmaps.exclude.reloader.stakater.com/reload',
+    Secret: 'secrets.exclude.reloader.stakater.com/reload',
+    SecretProviderClass: 'secretproviderclasses.exclude.reloader.stakater.com/reload',
+  }),
+} as const);
+
+/** The config kinds, in the order Reloader's annotation families list them. */
+export const CONFIG_KINDS: readonly ConfigKind[] = Object.freeze(['ConfigMap', 'Secret', 'SecretProviderClass']);
+
+/** One compiled item of a named `.../reload` annotation. */
+export interface NamedPattern {
+  /** The trimmed item as written. */
+  readonly source: string;
+  /** `^item$`, compiled exactly as Reloader concatenates it. */
+  readonly regex: RegExp;
+}
+
+/** The workload's annotations that govern one config kind, after Reloader's metadata→template fallback. */
+export interface KindPolicy {
+  /** Where named/auto/typed-auto/search were read: the workload's metadata or its pod template. */
+  readonly source: 'metadata' | 'template';
+  /** The named annotation's key, and its patterns (empty when the annotation is absent). */
+  readonly namedAnnotation: string;
+  readonly named: readonly NamedPattern[];
+  readonly hasNamed: boolean;
+  /** Raw values, `undefined` when absent (Reloader treats absent and `""` alike). */
+  readonly auto: string | undefined;
+  readonly typedAuto: string | undefined;
+  readonly search: string | undefined;
+  /** Exact names from the exclude annotation, always read from the workload's metadata. */
+  readonly exclude: readonly string[];
+}
+
+/** The Reloader annotations of one workload, parsed once, for every config kind. */
+export interface WorkloadPolicy {
+  readonly workload: { readonly kind: string; readonly name: string; readonly namespace: string };
+  readonly kinds: Readonly<Record<ConfigKind, KindPolicy>>;
+}
+
+/** A config object as the policy sees it: its identity and its (or its source's) annotations. */
+export interface PolicyConfig {
+  readonly kind: ConfigKind;
+  readonly name: string;
+  readonly annotations: Readonly<Record<string, string>>;
+}
+
+const EMPTY: Readonly<Record<string, string>> = Object.freeze({});
+
+/**
+ * Reads an annotations map at `path`, rejecting values that are not strings:
+ * the API server would refuse the object, and an unquoted YAML `true` is the
+ * usual cause, so saying so early is kinder than a failed sync.
+ */
+export function readAnnotations(m: Manifest, path: readonly string[]): Readonly<Record<string, string>> {
+  const value = getPath(m.object, path);
+  if (value === undefined || value === null) return EMPTY;
+  const field = path.join('.');
+  if (!isRecord(value)) throw new ManifestError(m, field, 'must be a mapping of strings');
+  for (const [key, item] of Object.entries(value)) {
+    if (typeof item !== 'string') {
+      throw new ManifestError(m, `${field}[${key}]`, `annotation values must be strings (quote the value), got ${item === null ? 'null' : typeof item}`);
+    }
+  }
+  return value as Readonly<Record<string, string>>;
+}
+
+/** Go's strconv.ParseBool, which Reloader uses for `auto`; anything else is "not true". */
+export function parseGoBool(value: string | undefined): boolean | undefined {
+  switch (value) {
+    case '1': case 't': case 'T': case 'TRUE': case 'true': case 'True':
+      return true;
+    case '0': case 'f': case 'F': case 'FALSE': case 'false': case 'False':
+      return false;
+    default:
+      return undefined;
+  }
+}
+
+/** Splits a Reloader comma list the way Go's strings.Split + TrimSpace does. */
+function commaList(value: string): string[] {
+  return value.split(',').map((item) => item.trim());
+}
+
+/**
+ * JavaScript-only regex features that Go's RE2 (Reloader's engine) lacks:
+ * lookaround and backreferences. Rejecting them keeps every accepted pattern
+ * meaning the same in both engines. Escapes and classes are skipped so that
+ * `\\(?=` or `[(?=]` are not mistaken for a lookahead.
+ */
+function jsOnlyFeature(pattern: string): string | undefined {
+  let inClass = false;
+  for (let i = 0; i < pattern.length; i++) {
+    const c = pattern[i];
+    if (c === '\\') {
+      const next = pattern[i + 1] ?? '';
+      if (!inClass && (/[1-9]/.test(next) || next === 'k')) return 'backreferences';
+      i++;
+    } else if (inClass) {
+      if (c === ']') inClass = false;
+    } else if (c === '[') {
+      inClass = true;
+    } else if (c === '(' && /^\?(?:=|!|<=|<!)/.test(pattern.slice(i + 1))) {
+      return 'lookaround';
+    }
+  }
+  return undefined;
+}
+
+function compileNamed(m: Manifest, field: string, annotation: string, value: string): NamedPattern[] {
+  return commaList(value).map((item) => {
+    const unsupported = jsOnlyFeature(item);
+    if (unsupported !== undefined) {
+      throw new ManifestError(m, `${field}[${annotation}]`, `invalid regular expression ${JSON.stringify(item)}: ${unsupported} are not supported (Reloader uses Go's RE2)`);
+    }
+    try {
+      // Reloader concatenates without a group, so `a|b` means `^a` or `b$`; kept for compatibility (ADR 0001).
+      return Object.freeze({ source: item, regex: new RegExp(`^${item}$`, 'u') });
+    } catch (error) {
+      throw new ManifestError(m, `${field}[${annotation}]`, `invalid regular expression ${JSON.stringify(item)}: ${(error as Error).message}`, { cause: error });
+    }
+  });
+}
+
+/**
+ * Parses a workload's Reloader annotations. For each config kind, named,
+ * auto, typed auto and search are read from `metadata.annotations`, or from
+ * the pod template's annotations when none of them is on the metadata
+ * (Reloader's fallback, decided per kind as Reloader does); exclude lists are
+ * read from the metadata only. Throws ManifestError on an invalid regex in an
+ * annotation in effect, naming the workload and the annotation.
+ */
+export function readWorkloadPolicy(workload: Manifest): WorkloadPolicy {
+  const metadata = readAnnotations(workload, ['metadata', 'annotations']);
+  const templatePath = podTemplatePath(workload);
+  const templateAnnotationsPath = templatePath === undefined ? undefined : [...templatePath, 'metadata', 'annotations'];
+  let template: Readonly<Record<string, string>> | undefined;
+  const kinds = {} as Record<ConfigKind, KindPolicy>;
+  for (const kind of CONFIG_KINDS) {
+    const namedKey = ANNOTATIONS.named[kind];
+    const typedKey = ANNOTATIONS.typedAuto[kind];
+    const onMetadata = [namedKey, ANNOTATIONS.auto, typedKey, ANNOTATIONS.search].some((key) => Object.hasOwn(metadata, key));
+    let source: 'metadata' | 'template' = 'metadata';
+    let annotations = metadata;
+    let field = 'metadata.annotations';
+    if (!onMetadata && templateAnnotationsPath !== undefined) {
+      template ??= readAnnotations(workload, templateAnnotationsPath);
+      source = 'template';
+      annotations = template;
+      field = templateAnnotationsPath.join('.');
+    }
+    const namedValue = annotations[namedKey];
+    const excludeValue = metadata[ANNOTATIONS.exclude[kind]];
+    kinds[kind] = Object.freeze({
+      source,
+      namedAnnotation: namedKey,
+      hasNamed: namedValue !== undefined,
+      named: Object.freeze(namedValue === undefined ? [] : compileNamed(workload, field, namedKey, namedValue)),
+      auto: annotations[ANNOTATIONS.auto],
+      typedAuto: annotations[typedKey],
+      search: annotations[ANNOTATIONS.search],
+      exclude: Object.freeze(excludeValue === undefined || excludeValue === '' ? [] : commaList(excludeValue)),
+    });
+  }
+  return Object.freeze({
+    workload: Object.freeze({ kind: workload.kind, name: workload.name, namespace: workload.namespace }),
+    kinds: Object.freeze(kinds),
+  });
+}
+
+function decision(selected: boolean, rule: PolicyDecision['rule'], reason: string): PolicyDecision {
+  return Object.freeze({ selected, rule, reason });
+}
+
+/** The named pattern that selects `name`, if any. */
+export function namedMatch(policy: WorkloadPolicy, kind: ConfigKind, name: string): NamedPattern | undefined {
+  return policy.kinds[kind].named.find((pattern) => pattern.regex.test(name));
+}
+
+/**
+ * Whether a config object feeds a workload's hash, in Reloader's order:
+ * ignore, exclude, named, search/match, auto (`auto`, typed auto, or mode
+ * `all` when neither is set). Named needs no reference; search and auto do,
+ * so an unreferenced config they would select is reported `not-referenced`.
+ */
+export function decide(policy: WorkloadPolicy, config: PolicyConfig, referenced: boolean, mode: PolicyMode): PolicyDecision {
+  const kind = policy.kinds[config.kind];
+  const where = kind.source === 'metadata' ? 'the workload' : 'the pod template';
+  if (config.annotations[ANNOTATIONS.ignore] === 'true') {
+    return decision(false, 'ignore', `${config.kind} has ${ANNOTATIONS.ignore}: "true"`);
+  }
+  if (kind.exclude.includes(config.name)) {
+    return decision(false, 'exclude', `listed in ${ANNOTATIONS.exclude[config.kind]}`);
+  }
+  const pattern = namedMatch(policy, config.kind, config.name);
+  if (pattern !== undefined) {
+    return decision(true, 'named', `matched ${JSON.stringify(pattern.source)} in ${kind.namedAnnotation} on ${where}`);
+  }
+  const needsReference = (rule: PolicyDecision['rule'], why: string): PolicyDecision =>
+    referenced ? decision(true, rule, why) : decision(false, 'not-referenced', `${why}, but the pod template does not reference it`);
+  if (kind.search === 'true' && config.annotations[ANNOTATIONS.match] === 'true') {
+    return needsReference('search', `${ANNOTATIONS.search}: "true" on ${where} and ${ANNOTATIONS.match}: "true" on the ${config.kind}`);
+  }
+  const typedKey = ANNOTATIONS.typedAuto[config.kind];
+  if (parseGoBool(kind.auto) === true) {
+    return needsReference('auto', `${ANNOTATIONS.auto}: ${JSON.stringify(kind.auto)} on ${where}`);
+  }
+  if (parseGoBool(kind.typedAuto) === true) {
+    return needsReference('typed-auto', `${typedKey}: ${JSON.stringify(kind.typedAuto)} on ${where}`);
+  }
+  const autoUnset = (kind.auto ?? '') === '' && (kind.typedAuto ?? '') === '';
+  if (autoUnset && mode === 'all') {
+    return needsReference('auto-all', 'mode "all" reloads every workload that does not opt out');
+  }
+  if (!autoUnset) {
+    const [key, value] = (kind.auto ?? '') !== '' ? [ANNOTATIONS.auto, kind.auto] : [typedKey, kind.typedAuto];
+    return decision(false, 'auto-disabled', `${key}: ${JSON.stringify(value)} on ${where} opts out`);
+  }
+  if (kind.hasNamed || kind.search === 'true') {
+    return decision(false, 'not-matched', kind.hasNamed
+      ? `no pattern in ${kind.namedAnnotation} matches`
+      : `${ANNOTATIONS.search} is on but the ${config.kind} lacks ${ANNOTATIONS.match}: "true"`);
+  }
+  return decision(false, 'not-annotated', `mode "annotated" and ${where} has no Reloader annotation for ${config.kind}s`);
+}
