@@ -1,0 +1,247 @@
+import { Composer, LineCounter, Parser } from 'yaml';
+import type { Document, DocumentOptions, ParseOptions, SchemaOptions } from 'yaml';
+import { InvalidInputError } from './errors.ts';
+
+/**
+ * The YAML layer of the plugin: split each rendered stream into documents,
+ * keep every document's original text (so an untouched document is emitted
+ * byte for byte), and turn the YAML into plain values with the limits that
+ * untrusted input needs. Parsing uses YAML 1.1, because Argo CD reads our
+ * output with Go's YAML 1.1 parser: `yes`/`on` are booleans there, so they
+ * must be booleans for the hash and the policy too.
+ */
+
+/** Bounds for untrusted input. */
+export interface DocumentLimits {
+  /** Largest accepted document, in UTF-16 code units of its source text (≈ bytes for YAML). */
+  readonly maxDocumentBytes: number;
+  /** yaml's alias budget for turning one document into values (guards against "billion laughs"). */
+  readonly maxAliasCount: number;
+}
+
+/** 8 MiB per document is far above any real manifest (etcd's object limit is 1.5 MiB). */
+export const DEFAULT_LIMITS: DocumentLimits = Object.freeze({
+  maxDocumentBytes: 8 * 1024 * 1024,
+  maxAliasCount: 100,
+});
+
+/** One non-empty document of a rendered stream. */
+export interface ParsedDocument {
+  /** The stream's label: a file path relative to the app directory, or `<stdin>`, `<kustomize build>`... */
+  readonly file: string;
+  /** Zero-based position of the document in its stream, counting empty documents too. */
+  readonly index: number;
+  /** The document's source text exactly as it was in the stream. */
+  readonly text: string;
+  /** Whether `text` starts with its own `---` marker (after any leading comments). */
+  readonly explicitStart: boolean;
+  /** The parsed value (YAML 1.1 core schema, plain objects and arrays). */
+  readonly value: unknown;
+  /** The parsed yaml Document. Its node ranges minus `rangeBase` index into `text`. */
+  readonly ast: Document.Parsed;
+  /** Where `text` begins in the source the node ranges refer to. */
+  readonly rangeBase: number;
+}
+
+/** A stream of text produced by a source (file, kustomize, helm, stdin). */
+export interface TextStream {
+  readonly label: string;
+  readonly text: string;
+}
+
+/**
+ * The parse options of every document. YAML 1.1 as Go's parser (sigs.k8s.io/yaml, go-yaml v2) reads it,
+ * minus what that parser does not resolve: timestamps stay strings (go-yaml v2 decodes them as strings
+ * into untyped values) and there are no base-60 numbers (`22:22` is a string in Go).
+ * `prettyErrors: false` keeps source excerpts, which may be Secret data, out of messages.
+ */
+export const PARSE_OPTIONS: Readonly<ParseOptions & DocumentOptions & SchemaOptions> = Object.freeze({
+  version: '1.1',
+  prettyErrors: false,
+  uniqueKeys: true,
+  strict: true,
+  keepSourceTokens: false,
+  customTags: (tags: Tags): Tags =>
+    tags.filter((tag) => {
+      const t = tag as { tag?: unknown; format?: unknown };
+      return t.tag !== 'tag:yaml.org,2002:timestamp' && t.format !== 'TIME';
+    }),
+});
+
+type Tags = NonNullable<Exclude<SchemaOptions['customTags'], ((tags: never) => unknown)>>;
+
+/**
+ * Parses every document of a stream. Empty documents (nothing but comments,
+ * or an explicit `null`) are dropped, as Argo CD drops them. Throws
+ * InvalidInputError naming the stream, the document and a line/column.
+ */
+export function parseStream(stream: TextStream, limits: DocumentLimits = DEFAULT_LIMITS): ParsedDocument[] {
+  const jsonChunks = splitJsonStream(stream.text);
+  if (jsonChunks !== undefined) {
+    // A stream of concatenated JSON objects (what Argo CD accepts when output starts with `{`):
+    // each object becomes its own document.
+    const lineCounter = lineCounterFor(stream.text);
+    const documents: ParsedDocument[] = [];
+    jsonChunks.forEach(([start, end], index) => {
+      const segment = parseSegment(stream, stream.text.slice(start, end), start, index, lineCounter, limits);
+      if (segment.length !== 1) {
+        throw new InvalidInputError({ file: stream.label, document: index }, 'expected exactly one JSON object');
+      }
+      const only = segment[0];
+      if (only !== undefined && only.document !== undefined) documents.push(only.document);
+    });
+    return documents;
+  }
+  return parseSegment(stream, stream.text, 0, 0, undefined, limits).flatMap((entry) =>
+    entry.document === undefined ? [] : [entry.document],
+  );
+}
+
+interface SegmentEntry {
+  readonly document: ParsedDocument | undefined;
+}
+
+/** Parses `text` (a stream, or one chunk of a JSON stream starting at `base` in the stream). */
+function parseSegment(
+  stream: TextStream,
+  text: string,
+  base: number,
+  firstIndex: number,
+  sharedLineCounter: LineCounter | undefined,
+  limits: DocumentLimits,
+): SegmentEntry[] {
+  const locate = (offset: number): string => {
+    const counter = sharedLineCounter ?? lineCounterFor(stream.text);
+    const { line, col } = counter.linePos(base + offset);
+    return `line ${line}, column ${col}`;
+  };
+  const parser = new Parser();
+  const composer = new Composer(PARSE_OPTIONS);
+  const starts: number[] = [];
+  const explicit: boolean[] = [];
+  const documents: Document.Parsed[] = [];
+  for (const token of parser.parse(text)) {
+    if (token.type === 'directive') {
+      throw new InvalidInputError(
+        { file: stream.label, document: firstIndex + starts.length },
+        `${locate(token.offset)}: YAML directives (${token.source.split(/\s/)[0] ?? '%'}) are not supported`,
+      );
+    }
+    if (token.type === 'document') {
+      starts.push(token.offset);
+      explicit.push(token.start.some((t) => t.type === 'doc-start'));
+    }
+    for (const doc of composer.next(token)) documents.push(doc);
+  }
+  for (const doc of composer.end(false, text.length)) documents.push(doc);
+  const streamErrors = composer.streamInfo().errors;
+  const firstStreamError = streamErrors[0];
+  if (firstStreamError !== undefined) {
+    throw new InvalidInputError(
+      { file: stream.label, document: firstIndex + Math.max(0, starts.length - 1) },
+      `${locate(firstStreamError.pos[0])}: ${safeMessage(firstStreamError.message)}`,
+    );
+  }
+  if (documents.length !== starts.length) {
+    throw new InvalidInputError({ file: stream.label }, 'could not split the YAML stream into documents');
+  }
+  return documents.map((ast, i) => {
+    const index = firstIndex + i;
+    const where = { file: stream.label, document: index };
+    const error = ast.errors[0];
+    if (error !== undefined) {
+      throw new InvalidInputError(where, `${locate(error.pos[0])}: ${safeMessage(error.message)}`);
+    }
+    // The first document also owns any comments before it; later ones start at their token.
+    const start = i === 0 ? 0 : (starts[i] ?? 0);
+    const end = starts[i + 1] ?? text.length;
+    const size = end - start;
+    if (size > limits.maxDocumentBytes) {
+      throw new InvalidInputError(
+        where,
+        `document is ${size} bytes, over the limit of ${limits.maxDocumentBytes} bytes`,
+      );
+    }
+    let value: unknown;
+    try {
+      value = ast.toJS({ maxAliasCount: limits.maxAliasCount });
+    } catch (cause) {
+      const problem = cause instanceof Error && /alias/i.test(cause.message)
+        ? `YAML aliases expand beyond the limit (maxAliasCount ${limits.maxAliasCount})`
+        : `cannot read the document: ${cause instanceof Error ? safeMessage(cause.message) : 'unknown error'}`;
+      throw new InvalidInputError(where, problem, { cause });
+    }
+    if (value === null || value === undefined) return { document: undefined };
+    return {
+      document: {
+        file: stream.label,
+        index,
+        text: text.slice(start, end),
+        explicitStart: explicit[i] ?? false,
+        value,
+        ast,
+        rangeBase: start,
+      },
+    };
+  });
+}
+
+function lineCounterFor(text: string): LineCounter {
+  const counter = new LineCounter();
+  counter.addNewLine(0);
+  for (let i = text.indexOf('\n'); i !== -1; i = text.indexOf('\n', i + 1)) counter.addNewLine(i + 1);
+  return counter;
+}
+
+/** yaml's messages are short; keep the first line and bound it so no input can flood stderr. */
+function safeMessage(message: string): string {
+  const first = message.split('\n', 1)[0] ?? '';
+  return first.length > 200 ? `${first.slice(0, 200)}…` : first;
+}
+
+/**
+ * Splits a stream of concatenated JSON objects (`{...}{...}` or one per line)
+ * into [start, end) ranges, or returns undefined when the text is not such a
+ * stream of two or more objects (then it is parsed as YAML, which also covers
+ * a single JSON object).
+ */
+export function splitJsonStream(text: string): Array<[number, number]> | undefined {
+  let i = skipWhitespace(text, 0);
+  if (text[i] !== '{') return undefined;
+  const chunks: Array<[number, number]> = [];
+  while (i < text.length) {
+    if (text[i] !== '{') return undefined;
+    const end = endOfJsonObject(text, i);
+    if (end === undefined) return undefined;
+    chunks.push([i, end]);
+    i = skipWhitespace(text, end);
+  }
+  return chunks.length >= 2 ? chunks : undefined;
+}
+
+function skipWhitespace(text: string, from: number): number {
+  let i = from;
+  while (i < text.length && (text[i] === ' ' || text[i] === '\n' || text[i] === '\r' || text[i] === '\t')) i++;
+  return i;
+}
+
+/** The offset just after the `}` that closes the object opening at `start`, if the braces balance. */
+function endOfJsonObject(text: string, start: number): number | undefined {
+  let depth = 0;
+  let inString = false;
+  for (let i = start; i < text.length; i++) {
+    const c = text[i];
+    if (inString) {
+      if (c === '\\') i++;
+      else if (c === '"') inString = false;
+    } else if (c === '"') {
+      inString = true;
+    } else if (c === '{' || c === '[') {
+      depth++;
+    } else if (c === '}' || c === ']') {
+      depth--;
+      if (depth === 0) return i + 1;
+    }
+  }
+  return undefined;
+}

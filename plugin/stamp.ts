@@ -1,0 +1,251 @@
+import { isDeepStrictEqual } from 'node:util';
+import { isMap, isScalar, isSeq, parseAllDocuments } from 'yaml';
+import type { Node, Pair, YAMLMap } from 'yaml';
+import { HASH_ANNOTATION } from '../core/index.ts';
+import { PARSE_OPTIONS } from './documents.ts';
+import type { ParsedDocument } from './documents.ts';
+import { InvalidInputError } from './errors.ts';
+
+/**
+ * Writes the hash annotation into a document by splicing text, so that the
+ * rest of the document keeps its exact bytes (comments, quoting, `yes`/`on`,
+ * big integers, anchors). Every edited document is parsed again and compared
+ * with the expected value before it is used: if a layout ever defeats the
+ * splicing, the command fails instead of emitting a manifest that means
+ * something else.
+ */
+
+/** One annotation to write: where the pod template is (from the document root) and the value. */
+export interface Stamp {
+  /** Path from the document root to the pod template mapping; numbers index `items` of a List. */
+  readonly templatePath: readonly (string | number)[];
+  /** `v1:<64 hex>`. */
+  readonly hash: string;
+}
+
+/** A text change in source coordinates (the document's node ranges). */
+interface Edit {
+  readonly start: number;
+  readonly end: number;
+  readonly text: string;
+}
+
+/** The annotation stays below the template: `metadata.annotations[HASH_ANNOTATION]`. */
+const ANNOTATION_PATH = ['metadata', 'annotations', HASH_ANNOTATION] as const;
+
+/** Raised when a stamped document would not mean exactly "the input plus the annotation". A bug, exit 1. */
+export class StampVerificationError extends Error {
+  override readonly name = 'StampVerificationError';
+}
+
+/** Returns the document's text with every stamp applied; the input text when `stamps` is empty. */
+export function stampDocument(document: ParsedDocument, stamps: readonly Stamp[]): string {
+  if (stamps.length === 0) return document.text;
+  const source = new Source(document);
+  const edits: Edit[] = [];
+  for (const stamp of stamps) {
+    const template = source.navigate(stamp.templatePath);
+    edits.push(source.ensure(template, [...ANNOTATION_PATH], stamp.hash, stamp.templatePath.map(String)));
+  }
+  // Apply from the end so earlier offsets stay valid; ranges of different stamps never overlap.
+  edits.sort((a, b) => b.start - a.start);
+  let text = document.text;
+  for (const edit of edits) {
+    const start = edit.start - document.rangeBase;
+    const end = edit.end - document.rangeBase;
+    text = text.slice(0, start) + edit.text + text.slice(end);
+  }
+  verify(document, stamps, text);
+  return text;
+}
+
+/** Quoted for YAML and JSON alike: the hash never needs escaping. */
+function quoted(value: string): string {
+  return JSON.stringify(value);
+}
+
+class Source {
+  readonly #document: ParsedDocument;
+
+  constructor(document: ParsedDocument) {
+    this.#document = document;
+  }
+
+  /** The character at a source offset. */
+  #text(start: number, end: number): string {
+    return this.#document.text.slice(start - this.#document.rangeBase, end - this.#document.rangeBase);
+  }
+
+  #lineStart(offset: number): number {
+    const base = this.#document.rangeBase;
+    return this.#document.text.lastIndexOf('\n', offset - base - 1) + 1 + base;
+  }
+
+  #lineEnd(offset: number): number {
+    const base = this.#document.rangeBase;
+    const i = this.#document.text.indexOf('\n', offset - base);
+    return (i === -1 ? this.#document.text.length : i) + base;
+  }
+
+  #fail(field: readonly string[], problem: string): never {
+    throw new InvalidInputError({ file: this.#document.file, document: this.#document.index }, `${field.join('.')}: ${problem}`);
+  }
+
+  /** Follows a path of mapping keys and sequence indexes to the pod template mapping. */
+  navigate(path: readonly (string | number)[]): YAMLMap {
+    let node: unknown = this.#document.ast.contents;
+    const walked: string[] = [];
+    for (const step of path) {
+      walked.push(String(step));
+      if (typeof step === 'number') {
+        node = isSeq(node) ? node.items[step] : undefined;
+      } else {
+        node = isMap(node) ? findPair(node, step)?.value : undefined;
+      }
+      if (node === undefined || node === null) this.#fail(walked, 'not found in the document (is it set through a YAML merge key?)');
+    }
+    if (!isMap(node)) this.#fail(walked, 'the pod template must be a mapping');
+    return node;
+  }
+
+  /** The edit that makes `keys` (below `map`) end in the quoted hash. */
+  ensure(map: YAMLMap, keys: readonly string[], hash: string, field: readonly string[]): Edit {
+    const [key, ...rest] = keys;
+    if (key === undefined) throw new Error('ensure needs at least one key');
+    const here = [...field, key];
+    const pair = findPair(map, key);
+    if (pair === undefined) return this.#insertPair(map, keys, hash);
+    const value = pair.value as Node | null;
+    if (rest.length === 0) {
+      if (isNullNode(value)) return this.#replaceNull(map, pair, [], hash);
+      return this.#replaceValue(value as Node, quoted(hash));
+    }
+    if (isMap(value)) return this.ensure(value, rest, hash, here);
+    if (isNullNode(value)) return this.#replaceNull(map, pair, rest, hash);
+    return this.#fail(here, 'must be a mapping');
+  }
+
+  /** Adds `keys...: hash` as the first entry of `map`. */
+  #insertPair(map: YAMLMap, keys: readonly string[], hash: string): Edit {
+    const first = map.items[0];
+    const range = map.range;
+    if (range == null) throw new StampVerificationError('a mapping without a source range');
+    if (map.flow) {
+      const pairText = flowPair(keys, hash);
+      if (first === undefined) return { start: range[0], end: range[1], text: `{${pairText}}` };
+      const keyStart = nodeStart(first.key);
+      const lineStart = this.#lineStart(keyStart);
+      const indent = this.#text(lineStart, keyStart);
+      // Pretty-printed JSON: a line of its own; compact JSON: inline.
+      if (/^[ \t]*$/.test(indent)) return { start: lineStart, end: lineStart, text: `${indent}${pairText},\n` };
+      return { start: keyStart, end: keyStart, text: `${pairText}, ` };
+    }
+    if (first === undefined) throw new StampVerificationError('an empty block mapping');
+    const keyStart = nodeStart(first.key);
+    const lineStart = this.#lineStart(keyStart);
+    const prefix = this.#text(lineStart, keyStart);
+    const lines = blockLines(keys, hash);
+    if (/^ *$/.test(prefix)) {
+      return { start: lineStart, end: lineStart, text: lines.map((line) => prefix + line + '\n').join('') };
+    }
+    // The first key shares its line with sequence indicators (`- key:`): start there, realign the old key.
+    const pad = ' '.repeat(keyStart - lineStart);
+    const [head, ...tail] = lines;
+    return { start: keyStart, end: keyStart, text: [head, ...tail.map((line) => pad + line)].join('\n') + '\n' + pad };
+  }
+
+  /** Fills a key whose value is empty or null with `rest...: hash` (or the hash itself when `rest` is empty). */
+  #replaceNull(map: YAMLMap, pair: Pair, rest: readonly string[], hash: string): Edit {
+    const value = pair.value as Node | null;
+    const keyNode = pair.key as Node | null;
+    const valueRange = value?.range;
+    if (keyNode?.range == null || valueRange == null) throw new StampVerificationError('a key without a source range');
+    if (rest.length === 0) {
+      const needsSpace = valueRange[0] === valueRange[1] && this.#text(valueRange[0] - 1, valueRange[0]) === ':';
+      return { start: valueRange[0], end: valueRange[1], text: `${needsSpace ? ' ' : ''}${quoted(hash)}` };
+    }
+    if (!map.flow) {
+      const lineEnd = this.#lineEnd(valueRange[1]);
+      const trailing = this.#text(valueRange[1], lineEnd);
+      const colon = this.#document.text.indexOf(':', keyNode.range[1] - this.#document.rangeBase) + this.#document.rangeBase;
+      if (/^[ \t\r]*$/.test(trailing) && colon >= keyNode.range[1] && colon <= valueRange[0]) {
+        const keyStart = nodeStart(keyNode);
+        const pad = ' '.repeat(keyStart - this.#lineStart(keyStart) + 2);
+        return {
+          start: colon + 1,
+          end: valueRange[1],
+          text: blockLines(rest, hash).map((line) => `\n${pad}${line}`).join(''),
+        };
+      }
+    }
+    // Flow context, or a comment after the value: a flow mapping fits in place of the scalar.
+    const needsSpace = valueRange[0] === valueRange[1] && this.#text(valueRange[0] - 1, valueRange[0]) === ':';
+    return { start: valueRange[0], end: valueRange[1], text: `${needsSpace ? ' ' : ''}{${flowPair(rest, hash)}}` };
+  }
+
+  /** Overwrites an existing annotation value, keeping the line structure around it. */
+  #replaceValue(value: Node, text: string): Edit {
+    const range = value.range;
+    if (range == null) throw new StampVerificationError('a value without a source range');
+    const old = this.#text(range[0], range[1]);
+    return { start: range[0], end: range[1], text: old.endsWith('\n') ? `${text}\n` : text };
+  }
+}
+
+function isNullNode(node: unknown): boolean {
+  return node === null || node === undefined || (isScalar(node) && node.value === null);
+}
+
+function nodeStart(node: unknown): number {
+  const range = (node as Node | null)?.range;
+  if (range == null) throw new StampVerificationError('a key without a source range');
+  return range[0];
+}
+
+/** The pair of `map` whose key is the string `key`. */
+function findPair(map: YAMLMap, key: string): Pair | undefined {
+  return map.items.find((pair) => isScalar(pair.key) && pair.key.value === key) as Pair | undefined;
+}
+
+/** `a:` / `  b:` / `    c: "hash"` with two-space steps, relative to the first key's column. */
+function blockLines(keys: readonly string[], hash: string): string[] {
+  return keys.map((key, depth) => {
+    const pad = '  '.repeat(depth);
+    return depth === keys.length - 1 ? `${pad}${key}: ${quoted(hash)}` : `${pad}${key}:`;
+  });
+}
+
+/** `"a": {"b": {"c": "hash"}}`: valid JSON and valid YAML flow. */
+function flowPair(keys: readonly string[], hash: string): string {
+  const [key, ...rest] = keys;
+  if (key === undefined) return quoted(hash);
+  return rest.length === 0 ? `${quoted(key)}: ${quoted(hash)}` : `${quoted(key)}: {${flowPair(rest, hash)}}`;
+}
+
+/** The stamped text must parse to exactly the original value plus the annotations. */
+function verify(document: ParsedDocument, stamps: readonly Stamp[], text: string): void {
+  const expected = structuredClone(document.value);
+  for (const stamp of stamps) setIn(expected, [...stamp.templatePath, ...ANNOTATION_PATH], stamp.hash);
+  const reparsed = parseAllDocuments(text, PARSE_OPTIONS);
+  const docs = Array.isArray(reparsed) ? reparsed : [];
+  const values = docs.map((doc) => (doc.errors.length > 0 ? Symbol('error') : doc.toJS({ maxAliasCount: -1 })));
+  const nonEmpty = values.filter((value) => value !== null && value !== undefined);
+  if (nonEmpty.length !== 1 || !isDeepStrictEqual(nonEmpty[0], expected)) {
+    throw new StampVerificationError(
+      `${document.file}#${document.index}: could not add ${HASH_ANNOTATION} without changing the rest of the document (unusual YAML layout); please report this`,
+    );
+  }
+}
+
+function setIn(root: unknown, path: readonly (string | number)[], value: string): void {
+  let node = root as Record<string | number, unknown>;
+  path.forEach((step, i) => {
+    if (i === path.length - 1) {
+      node[step] = value;
+      return;
+    }
+    const next = node[step];
+    if (next === null || next === undefined || typeof next !== 'object') node[step] = {};
+    node = node[step] as Record<string | number, unknown>;
+  });
+}
