@@ -1,0 +1,574 @@
+/**
+ * Turns argv and the environment into one frozen, validated `PluginConfig`.
+ * This is the only place that reads either; everything downstream takes the
+ * config. Precedence and the parameter list live in `parameters.ts`.
+ */
+import path from 'node:path';
+import type { PolicyMode } from '../core/model.ts';
+import { UsageError } from './errors.ts';
+import { parseGoDuration } from './go-duration.ts';
+import { PARAMETERS, SOURCE_TYPES, envName, findParameter } from './parameters.ts';
+import type { ParameterSpec } from './parameters.ts';
+
+export { PARAMETERS } from './parameters.ts';
+export type { ParameterSpec, ParameterType } from './parameters.ts';
+
+/** What the user asked for. `help` prints `usageText()`. */
+export type Command = 'generate' | 'explain' | 'help';
+
+/** How the app is rendered; `auto` is resolved by the source stage (Argo CD's detection order). */
+export type SourceType = (typeof SOURCE_TYPES)[number];
+
+/** The output format of `explain`. */
+export type ExplainOutput = 'table' | 'json';
+
+/** Directory-source options (Argo CD's `directory` block). */
+export interface DirectoryOptions {
+  readonly recurse: boolean;
+  /** A `path.matchesGlob` pattern against the slash-separated path relative to the app dir; `''` = everything. */
+  readonly include: string;
+  readonly exclude: string;
+}
+
+/** Helm-source options. Every string here is already validated: none can be taken for a flag by helm. */
+export interface HelmOptions {
+  readonly releaseName: string;
+  /** `''` = let helm use its default. */
+  readonly namespace: string;
+  /** Absolute paths, inside `repoRoot` (lexically; symlinks are checked when rendering). */
+  readonly valuesFiles: readonly string[];
+  /** Inline values YAML, `''` for none. */
+  readonly values: string;
+  /** Helm `--set` expressions, `key=value`, in order. */
+  readonly set: readonly string[];
+  /** Helm `--set-string` expressions. */
+  readonly setString: readonly string[];
+  /** `''` = none. */
+  readonly kubeVersion: string;
+  readonly apiVersions: readonly string[];
+}
+
+/** Kustomize-source options. */
+export interface KustomizeOptions {
+  readonly enableHelm: boolean;
+}
+
+/** Where one parameter's value came from, for messages: `flag --mode`, `ARGOCD_APP_PARAMETERS`, `default`, … */
+export type Provenance = string;
+
+/** Everything a command needs, parsed once. Deeply frozen. */
+export interface PluginConfig {
+  readonly command: Command;
+  /** `explain` only; `table` otherwise. */
+  readonly output: ExplainOutput;
+  /** Absolute app directory (`--path`, default the working directory: Argo CD runs the plugin there). */
+  readonly appDir: string;
+  /**
+   * Absolute repository root: the app dir minus `ARGOCD_APP_SOURCE_PATH` when that
+   * matches its tail (Argo CD unpacks the whole repository), else the app dir.
+   * Values files may not leave it.
+   */
+  readonly repoRoot: string;
+  /** `ARGOCD_APP_NAME` as given (may be `<namespace>_<name>`), `''` when unset. */
+  readonly appName: string;
+  /** `ARGOCD_APP_NAMESPACE`: the destination namespace, where namespace-less objects land. `''` when unset. */
+  readonly destinationNamespace: string;
+  readonly mode: PolicyMode;
+  readonly sourceType: SourceType;
+  readonly directory: DirectoryOptions;
+  readonly helm: HelmOptions;
+  readonly kustomize: KustomizeOptions;
+  readonly includeRollouts: boolean;
+  readonly allowEmpty: boolean;
+  /** Absolute path of the HMAC key file, or undefined for a plain SHA-256. */
+  readonly hashKeyFile: string | undefined;
+  /** The whole command's time budget in milliseconds (> 0). */
+  readonly timeoutMs: number;
+  /** The budget as written (`90s`), for messages. */
+  readonly timeoutText: string;
+  /** Renderer executables: a name looked up on PATH, or `DRIFTLESS_KUSTOMIZE` / `DRIFTLESS_HELM`. */
+  readonly tools: { readonly kustomize: string; readonly helm: string };
+  /** The environment renderers run with (the sidecar's, as given: HOME, PATH, HELM_* caches). */
+  readonly environment: Readonly<Record<string, string>>;
+  /** For each parameter name, where its value came from. */
+  readonly provenance: Readonly<Record<string, Provenance>>;
+}
+
+/** A value before typing: the three shapes of an Argo CD parameter. */
+type RawValue =
+  | { readonly kind: 'string'; readonly value: string }
+  | { readonly kind: 'array'; readonly value: readonly string[] }
+  | { readonly kind: 'map'; readonly value: Readonly<Record<string, string>> };
+
+interface Found {
+  readonly raw: RawValue;
+  readonly from: Provenance;
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+const COMMANDS: readonly Command[] = ['generate', 'explain'];
+
+/** Flags that are not parameters. */
+const PATH_FLAG = '--path';
+const OUTPUT_FLAG = '--output';
+
+/**
+ * Parses argv (without node and script) and the environment.
+ * Throws UsageError naming the parameter and where its bad value came from.
+ */
+export function parseConfig(argv: readonly string[], env: Env, cwd: string): PluginConfig {
+  const cli = parseArgv(argv);
+  const parameters = parseAppParameters(env['ARGOCD_APP_PARAMETERS']);
+  const lookup = (spec: ParameterSpec): Found | undefined => {
+    const flag = cli.flags.get(spec.name);
+    if (flag !== undefined && !isEmpty(flag)) return { raw: flag, from: `flag ${spec.flag}` };
+    const parameter = parameters.get(spec.name);
+    if (parameter !== undefined && !isEmpty(parameter)) return { raw: parameter, from: `ARGOCD_APP_PARAMETERS (${spec.name})` };
+    const argocdEnv = `ARGOCD_ENV_${envName(spec.name)}`;
+    const fromArgocdEnv = env[argocdEnv];
+    if (fromArgocdEnv !== undefined && fromArgocdEnv !== '') return { raw: { kind: 'string', value: fromArgocdEnv }, from: argocdEnv };
+    for (const name of spec.env) {
+      const value = env[name];
+      if (value !== undefined && value !== '') return { raw: { kind: 'string', value }, from: name };
+    }
+    return undefined;
+  };
+
+  const provenance: Record<string, Provenance> = {};
+  const read = <T>(name: string, convert: (found: Found, spec: ParameterSpec) => T, fallback: T): T => {
+    const spec = findParameter(name);
+    if (spec === undefined) throw new Error(`internal: unknown parameter ${name}`);
+    const found = lookup(spec);
+    if (found === undefined) {
+      provenance[name] = 'default';
+      return fallback;
+    }
+    provenance[name] = found.from;
+    return convert(found, spec);
+  };
+
+  const appDir = path.resolve(cwd, cli.path ?? '.');
+  const repoRoot = findRepoRoot(appDir, env['ARGOCD_APP_SOURCE_PATH'] ?? '');
+  const appName = env['ARGOCD_APP_NAME'] ?? '';
+  const destinationNamespace = env['ARGOCD_APP_NAMESPACE'] ?? '';
+
+  const mode = read('mode', asEnum, 'all') as PolicyMode;
+  let sourceType = read('source-type', asEnum, 'auto') as SourceType;
+  if (cli.stdinArgument) {
+    if (provenance['source-type'] !== 'default' && sourceType !== 'stdin') {
+      throw new UsageError(`the "-" argument (read stdin) conflicts with source-type ${sourceType} from ${provenance['source-type']}`);
+    }
+    sourceType = 'stdin';
+    provenance['source-type'] = 'argument -';
+  }
+
+  const directory: DirectoryOptions = {
+    recurse: read('recurse', asBoolean, false),
+    include: read('include', asString, ''),
+    exclude: read('exclude', asString, ''),
+  };
+
+  const defaultRelease = releaseNameFromAppName(appName);
+  const releaseName = read('release-name', asString, defaultRelease);
+  if (provenance['release-name'] === 'default' && appName !== '') provenance['release-name'] = 'ARGOCD_APP_NAME';
+  checkPattern(releaseName, RELEASE_NAME, 'release-name', provenance['release-name'] ?? 'default',
+    'a Helm release name: lower-case letters, digits, "-" and ".", starting and ending with a letter or digit, at most 53 characters', 53);
+  const namespace = read('namespace', asString, destinationNamespace);
+  if (provenance['namespace'] === 'default' && destinationNamespace !== '') provenance['namespace'] = 'ARGOCD_APP_NAMESPACE';
+  if (namespace !== '') {
+    checkPattern(namespace, DNS_LABEL, 'namespace', provenance['namespace'] ?? 'default',
+      'a namespace name: lower-case letters, digits and "-", starting and ending with a letter or digit, at most 63 characters', 63);
+  }
+  const valuesFiles = read('values-files', asList, []).map((file) =>
+    resolveValuesFile(file, appDir, repoRoot, provenance['values-files'] ?? 'default'));
+  const kubeVersion = read('kube-version', asString, '');
+  if (kubeVersion !== '') {
+    checkPattern(kubeVersion, KUBE_VERSION, 'kube-version', provenance['kube-version'] ?? 'default', 'a Kubernetes version such as 1.31.0 or v1.31.0', 64);
+  }
+  const apiVersions = read('api-versions', asList, []);
+  for (const apiVersion of apiVersions) {
+    checkPattern(apiVersion, API_VERSION, 'api-versions', provenance['api-versions'] ?? 'default', 'group/version or group/version/Kind items', 512);
+  }
+  const helm: HelmOptions = {
+    releaseName,
+    namespace,
+    valuesFiles,
+    values: read('values', asString, ''),
+    set: read('set', asSetExpressions, []),
+    setString: read('set-string', asSetExpressions, []),
+    kubeVersion,
+    apiVersions,
+  };
+  const kustomize: KustomizeOptions = { enableHelm: read('kustomize-enable-helm', asBoolean, false) };
+
+  const includeRollouts = read('include-rollouts', asBoolean, true);
+  const allowEmpty = read('allow-empty', asBoolean, false);
+  const hashKeyFileText = read('hash-key-file', asString, '');
+  const hashKeyFile = hashKeyFileText === '' ? undefined : path.resolve(cwd, hashKeyFileText);
+  const timeoutText = read('timeout', asString, '90s');
+  const timeoutMs = parseGoDuration(timeoutText);
+  if (timeoutMs === undefined || timeoutMs <= 0) {
+    throw new UsageError(
+      `invalid value ${JSON.stringify(timeoutText)} for parameter timeout (from ${provenance['timeout']}): expected a positive Go duration such as 90s, 2m or 1m30s`,
+    );
+  }
+
+  if (cli.output !== undefined && cli.command !== 'explain') {
+    throw new UsageError(`${OUTPUT_FLAG} only applies to explain`);
+  }
+
+  const environment: Record<string, string> = {};
+  for (const [name, value] of Object.entries(env)) if (value !== undefined) environment[name] = value;
+
+  return deepFreeze({
+    command: cli.command,
+    output: cli.output ?? 'table',
+    appDir,
+    repoRoot,
+    appName,
+    destinationNamespace,
+    mode,
+    sourceType,
+    directory,
+    helm,
+    kustomize,
+    includeRollouts,
+    allowEmpty,
+    hashKeyFile,
+    timeoutMs,
+    timeoutText,
+    tools: {
+      kustomize: env['DRIFTLESS_KUSTOMIZE'] || 'kustomize',
+      helm: env['DRIFTLESS_HELM'] || 'helm',
+    },
+    environment,
+    provenance,
+  });
+}
+
+// ---------------------------------------------------------------------------
+// argv
+
+interface Cli {
+  readonly command: Command;
+  readonly flags: ReadonlyMap<string, RawValue>;
+  readonly path: string | undefined;
+  readonly output: ExplainOutput | undefined;
+  readonly stdinArgument: boolean;
+}
+
+function parseArgv(argv: readonly string[]): Cli {
+  let command: Command | undefined;
+  let help = false;
+  let stdinArgument = false;
+  let appPath: string | undefined;
+  let output: ExplainOutput | undefined;
+  const flags = new Map<string, RawValue>();
+
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] as string;
+    if (arg === '--help' || arg === '-h') {
+      help = true;
+      continue;
+    }
+    if (arg === '-') {
+      if (stdinArgument) throw new UsageError('"-" given twice');
+      stdinArgument = true;
+      continue;
+    }
+    if (!arg.startsWith('--')) {
+      if (command === undefined && arg === 'help') {
+        help = true;
+        command = 'help';
+        continue;
+      }
+      if (command === undefined && (COMMANDS as readonly string[]).includes(arg)) {
+        command = arg as Command;
+        continue;
+      }
+      if (command === undefined) {
+        throw new UsageError(`unknown command ${JSON.stringify(arg)}: expected generate or explain (see driftless --help)`);
+      }
+      throw new UsageError(`unexpected argument ${JSON.stringify(arg)} (only "-", for stdin, is accepted; see driftless --help)`);
+    }
+
+    const equals = arg.indexOf('=');
+    const flag = equals === -1 ? arg : arg.slice(0, equals);
+    const inline = equals === -1 ? undefined : arg.slice(equals + 1);
+    const takeValue = (): string => {
+      if (inline !== undefined) return inline;
+      const next = argv[i + 1];
+      if (next === undefined || (next.startsWith('--') && next.length > 2)) throw new UsageError(`${flag} needs a value`);
+      i++;
+      return next;
+    };
+
+    if (flag === PATH_FLAG) {
+      if (appPath !== undefined) throw new UsageError(`${PATH_FLAG} given twice`);
+      appPath = takeValue();
+      if (appPath === '') throw new UsageError(`${PATH_FLAG} needs a value`);
+      continue;
+    }
+    if (flag === OUTPUT_FLAG) {
+      if (output !== undefined) throw new UsageError(`${OUTPUT_FLAG} given twice`);
+      const value = takeValue();
+      if (value !== 'table' && value !== 'json') {
+        throw new UsageError(`invalid value ${JSON.stringify(value)} for ${OUTPUT_FLAG}: expected table or json`);
+      }
+      output = value;
+      continue;
+    }
+
+    const spec = PARAMETERS.find((candidate) => candidate.flag === flag);
+    if (spec === undefined) throw new UsageError(`unknown flag ${flag} (see driftless --help)`);
+    if (spec.type === 'boolean' && inline === undefined) {
+      // A bare boolean flag means true; `--flag=false` says false.
+      setOnce(flags, spec, { kind: 'string', value: 'true' });
+      continue;
+    }
+    const value = takeValue();
+    if (spec.type === 'array' || spec.type === 'map') {
+      // Repeatable: each occurrence is one item, never split, so a file name or a --set value may hold a comma.
+      const previous = flags.get(spec.name);
+      const items = previous?.kind === 'array' ? previous.value : [];
+      flags.set(spec.name, { kind: 'array', value: [...items, value] });
+      continue;
+    }
+    setOnce(flags, spec, { kind: 'string', value });
+  }
+
+  if (help) command = 'help';
+  if (command === undefined) throw new UsageError('missing command: expected generate or explain (see driftless --help)');
+  return { command, flags, path: appPath, output, stdinArgument };
+}
+
+function setOnce(flags: Map<string, RawValue>, spec: ParameterSpec, value: RawValue): void {
+  if (flags.has(spec.name)) throw new UsageError(`${spec.flag} given twice`);
+  flags.set(spec.name, value);
+}
+
+// ---------------------------------------------------------------------------
+// ARGOCD_APP_PARAMETERS
+
+/**
+ * Parses Argo CD's parameter JSON: `null` or an array of
+ * `{name, string?, array?, map?}`. Unknown names are an error: a typo in an
+ * Application should fail loudly, not silently fall back to a default.
+ */
+function parseAppParameters(text: string | undefined): ReadonlyMap<string, RawValue> {
+  const result = new Map<string, RawValue>();
+  if (text === undefined || text.trim() === '') return result;
+  const where = 'ARGOCD_APP_PARAMETERS';
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (error) {
+    throw new UsageError(`${where} is not valid JSON: ${(error as Error).message}`, { cause: error });
+  }
+  if (parsed === null) return result;
+  if (!Array.isArray(parsed)) throw new UsageError(`${where} must be a JSON array of {name, string|array|map} (or null)`);
+
+  parsed.forEach((item: unknown, index: number) => {
+    if (!isRecord(item) || typeof item['name'] !== 'string') {
+      throw new UsageError(`${where}[${index}] must be an object with a string "name"`);
+    }
+    const name = item['name'];
+    if (findParameter(name) === undefined) {
+      throw new UsageError(
+        `${where}: unknown parameter ${JSON.stringify(name)}; known parameters: ${PARAMETERS.map((spec) => spec.name).join(', ')}`,
+      );
+    }
+    if (result.has(name)) throw new UsageError(`${where}: parameter ${name} is given twice`);
+    const present = (['string', 'array', 'map'] as const).filter((key) => item[key] !== undefined && item[key] !== null);
+    if (present.length > 1) throw new UsageError(`${where}: parameter ${name} has more than one of string, array and map`);
+    const shape = present[0];
+    if (shape === undefined) return; // a name with no value: as if not given
+    const value = item[shape];
+    if (shape === 'string') {
+      if (typeof value !== 'string') throw new UsageError(`${where}: parameter ${name}: "string" must be a string`);
+      result.set(name, { kind: 'string', value });
+    } else if (shape === 'array') {
+      if (!Array.isArray(value) || !value.every((entry) => typeof entry === 'string')) {
+        throw new UsageError(`${where}: parameter ${name}: "array" must be an array of strings`);
+      }
+      result.set(name, { kind: 'array', value: value as string[] });
+    } else {
+      if (!isRecord(value) || !Object.values(value).every((entry) => typeof entry === 'string')) {
+        throw new UsageError(`${where}: parameter ${name}: "map" must be an object of strings`);
+      }
+      result.set(name, { kind: 'map', value: value as Record<string, string> });
+    }
+  });
+  return result;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function isEmpty(raw: RawValue): boolean {
+  if (raw.kind === 'string') return raw.value === '';
+  if (raw.kind === 'array') return raw.value.length === 0;
+  return Object.keys(raw.value).length === 0;
+}
+
+// ---------------------------------------------------------------------------
+// converters: each names the parameter and the source of a bad value
+
+function wrongShape(found: Found, spec: ParameterSpec, expected: string): UsageError {
+  return new UsageError(`parameter ${spec.name} (from ${found.from}) must be ${expected}, got ${found.raw.kind === 'string' ? 'a string' : `an ${found.raw.kind}`}`);
+}
+
+function asString(found: Found, spec: ParameterSpec): string {
+  if (found.raw.kind !== 'string') throw wrongShape(found, spec, 'a string');
+  return found.raw.value;
+}
+
+function asEnum(found: Found, spec: ParameterSpec): string {
+  const value = asString(found, spec);
+  const allowed = spec.values ?? [];
+  if (!allowed.includes(value)) {
+    throw new UsageError(`invalid value ${JSON.stringify(value)} for parameter ${spec.name} (from ${found.from}): expected ${allowed.join(', ')}`);
+  }
+  return value;
+}
+
+function asBoolean(found: Found, spec: ParameterSpec): boolean {
+  const value = asString(found, spec).trim().toLowerCase();
+  if (value === 'true') return true;
+  if (value === 'false') return false;
+  throw new UsageError(`invalid value ${JSON.stringify(found.raw.value)} for parameter ${spec.name} (from ${found.from}): expected true or false`);
+}
+
+/** An Argo CD array, or a comma-separated string (the form env vars such as KUBE_API_VERSIONS use). */
+function asList(found: Found, spec: ParameterSpec): string[] {
+  if (found.raw.kind === 'array') return [...found.raw.value];
+  if (found.raw.kind === 'string') return found.raw.value.split(',').map((item) => item.trim()).filter((item) => item !== '');
+  throw wrongShape(found, spec, 'an array or a comma-separated string');
+}
+
+/**
+ * Helm `--set` expressions. A map gives literal values, so commas (helm's
+ * separator) are escaped unless the value is a `{a,b}` list; array items and
+ * strings are Helm expressions already and pass through unchanged.
+ */
+function asSetExpressions(found: Found, spec: ParameterSpec): string[] {
+  const expressions =
+    found.raw.kind === 'map'
+      ? Object.keys(found.raw.value)
+          .sort()
+          .map((key) => `${key}=${escapeSetValue((found.raw.value as Record<string, string>)[key] as string)}`)
+      : found.raw.kind === 'array'
+        ? [...found.raw.value]
+        : [found.raw.value];
+  for (const expression of expressions) {
+    const equals = expression.indexOf('=');
+    if (equals <= 0) {
+      throw new UsageError(`invalid item in parameter ${spec.name} (from ${found.from}): expected key=value, got ${JSON.stringify(expression.slice(0, 80))}`);
+    }
+  }
+  return expressions;
+}
+
+function escapeSetValue(value: string): string {
+  if (value.startsWith('{') && value.endsWith('}')) return value;
+  return value.replace(/(?<!\\),/g, '\\,');
+}
+
+// ---------------------------------------------------------------------------
+// validation of values that end up in a renderer's argv
+
+/** Helm's own release-name rule. */
+const RELEASE_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const KUBE_VERSION = /^v?\d+\.\d+(\.\d+)?([-+][0-9A-Za-z.+-]*)?$/;
+const API_VERSION = /^[A-Za-z0-9][A-Za-z0-9.-]*(\/[A-Za-z0-9][A-Za-z0-9.-]*){0,2}$/;
+
+function checkPattern(value: string, pattern: RegExp, name: string, from: Provenance, expected: string, maxLength: number): void {
+  if (value.length > maxLength || !pattern.test(value)) {
+    throw new UsageError(`invalid value ${JSON.stringify(value.slice(0, 100))} for parameter ${name} (from ${from}): expected ${expected}`);
+  }
+}
+
+/** Argo CD's `<namespace>_<name>` instance name → the Application name; helm's own default otherwise. */
+function releaseNameFromAppName(appName: string): string {
+  if (appName === '') return 'release-name';
+  const underscore = appName.indexOf('_');
+  return underscore === -1 ? appName : appName.slice(underscore + 1);
+}
+
+function findRepoRoot(appDir: string, sourcePath: string): string {
+  const relative = path.normalize(sourcePath).replace(/^(\.\/|\/)+/, '').replace(/\/+$/, '');
+  if (relative === '' || relative === '.' || relative.startsWith('..')) return appDir;
+  const suffix = path.sep + relative;
+  return appDir.endsWith(suffix) ? appDir.slice(0, -suffix.length) || path.sep : appDir;
+}
+
+/**
+ * Resolves a values file like Argo CD: relative to the app dir, a leading `/`
+ * relative to the repository root; the result must stay inside the repository.
+ * URLs are refused: fetching at render time would make the output depend on
+ * something outside the commit that Argo CD caches by.
+ */
+function resolveValuesFile(file: string, appDir: string, repoRoot: string, from: Provenance): string {
+  if (/^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(file)) {
+    throw new UsageError(`values file ${JSON.stringify(file)} in parameter values-files (from ${from}) is a URL; only files in the repository are allowed`);
+  }
+  const resolved = path.isAbsolute(file) ? path.join(repoRoot, file) : path.resolve(appDir, file);
+  if (!isInside(resolved, repoRoot)) {
+    throw new UsageError(`values file ${JSON.stringify(file)} in parameter values-files (from ${from}) is outside the repository (${repoRoot})`);
+  }
+  return resolved;
+}
+
+/** True when `child` is `parent` or below it (both absolute). */
+export function isInside(child: string, parent: string): boolean {
+  const relative = path.relative(parent, child);
+  return relative === '' || (!relative.startsWith('..') && !path.isAbsolute(relative));
+}
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const inner of Object.values(value)) deepFreeze(inner);
+  }
+  return value;
+}
+
+// ---------------------------------------------------------------------------
+// --help
+
+/** The `--help` text, generated from PARAMETERS so it cannot drift from them. */
+export function usageText(): string {
+  const lines = [
+    'Usage:',
+    '  driftless generate [--path DIR] [options] [-]   render the app and stamp config hashes (stdout: manifests)',
+    '  driftless explain  [--path DIR] [options] [--output table|json]',
+    '                                                  show every workload, its references, the policy decisions and hashes',
+    '  driftless --help',
+    '',
+    'Arguments:',
+    '  -                    read manifests from stdin (same as --source-type stdin)',
+    '  --path DIR           the app directory (default: the working directory, where Argo CD runs the plugin)',
+    '  --output table|json  explain only (default: table)',
+    '',
+    'Parameters (flag > ARGOCD_APP_PARAMETERS > ARGOCD_ENV_<NAME> > environment > default; an empty value counts as unset):',
+  ];
+  for (const spec of PARAMETERS) {
+    const placeholder = spec.type === 'boolean' ? '[=true|false]' : spec.type === 'enum' ? ` ${(spec.values ?? []).join('|')}` : ` ${spec.type.toUpperCase()}`;
+    const shownDefault = Array.isArray(spec.default) ? '' : typeof spec.default === 'string' ? spec.default : '';
+    lines.push(`  ${spec.flag}${placeholder}${shownDefault === '' ? '' : `   (default: ${shownDefault})`}`);
+    lines.push(`      ${spec.description}`);
+    lines.push(`      env: ARGOCD_ENV_${envName(spec.name)}, ${spec.env.join(', ')}${spec.type === 'array' || spec.type === 'map' ? '; flag repeatable' : ''}`);
+  }
+  lines.push(
+    '',
+    'Environment (operator):',
+    '  DRIFTLESS_KUSTOMIZE, DRIFTLESS_HELM   full paths of the renderers (default: kustomize, helm on PATH)',
+    '  ARGOCD_APP_NAME, ARGOCD_APP_NAMESPACE, ARGOCD_APP_SOURCE_PATH, KUBE_VERSION, KUBE_API_VERSIONS   set by Argo CD',
+    '',
+    'Exit codes: 0 ok, 1 other failure (time budget, interrupted), 2 usage, 3 renderer failed, 4 invalid manifests.',
+  );
+  return `${lines.join('\n')}\n`;
+}

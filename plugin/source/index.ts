@@ -1,0 +1,44 @@
+/**
+ * The source stage: turns the app (a directory, a kustomization, a chart, or
+ * stdin) into text streams for the document stage, in a deterministic order.
+ */
+import type { PluginConfig } from '../config.ts';
+import { detectSourceType } from './detect.ts';
+import type { DetectedSourceType } from './detect.ts';
+import { renderDirectory } from './directory.ts';
+import { renderHelm } from './helm.ts';
+import { renderKustomize } from './kustomize.ts';
+import { renderStdin } from './stdin.ts';
+import type { RenderedStream, SourceIo } from './types.ts';
+
+export type { RenderedStream, SourceIo } from './types.ts';
+export { detectSourceType } from './detect.ts';
+export type { DetectedSourceType } from './detect.ts';
+
+/**
+ * Renders the app. Throws RenderError (renderer failed, unreadable source),
+ * UsageError (bad app path or values file) or BudgetExceededError (`signal`
+ * aborted; running renderers are stopped first).
+ */
+export async function renderSource(
+  config: PluginConfig,
+  signal: AbortSignal,
+  io: SourceIo = { stdin: process.stdin },
+): Promise<RenderedStream[]> {
+  const type = await resolveSourceType(config);
+  switch (type) {
+    case 'stdin':
+      return renderStdin(io, signal);
+    case 'kustomize':
+      return renderKustomize(config, signal);
+    case 'helm':
+      return renderHelm(config, signal);
+    case 'directory':
+      return renderDirectory(config, signal);
+  }
+}
+
+/** The concrete source type: `auto` resolved by Argo CD's detection order. */
+export async function resolveSourceType(config: PluginConfig): Promise<DetectedSourceType | 'stdin'> {
+  return config.sourceType === 'auto' ? detectSourceType(config.appDir) : config.sourceType;
+}

@@ -1,0 +1,152 @@
+/**
+ * Runs a renderer (kustomize, helm) as a child process: an argv array, never a
+ * shell, so no user string can become shell code. stdout is the result
+ * (bounded); stderr is kept only as a tail for the error message.
+ */
+import { spawn } from 'node:child_process';
+import { BudgetExceededError, RenderError } from '../errors.ts';
+
+/** Largest stdout accepted from a renderer; far above any real app, low enough to fail clearly instead of exhausting memory. */
+export const MAX_RENDER_BYTES = 256 * 1024 * 1024;
+
+/** How much of a renderer's stderr is kept for the error message. */
+const STDERR_TAIL_BYTES = 4096;
+
+/** Time a renderer gets between SIGTERM and SIGKILL; short, because Argo CD's cmp-server SIGKILLs us 5 s after its SIGTERM. */
+const KILL_GRACE_MS = 2000;
+
+export interface RunOptions {
+  /** The tool's name for messages and the hint when it is missing (`helm`). */
+  readonly tool: string;
+  /** The executable: a name looked up on `env.PATH`, or a path. */
+  readonly command: string;
+  readonly args: readonly string[];
+  /**
+   * How the command is named in messages, e.g. `helm template`. Never the full
+   * argv: `--set` values are user data and error messages go to Argo CD's UI.
+   */
+  readonly display: string;
+  readonly cwd: string;
+  readonly env: Readonly<Record<string, string>>;
+  /** Written to the child's stdin, then closed. Without it stdin is /dev/null. */
+  readonly stdin?: string;
+  readonly signal: AbortSignal;
+  readonly maxStdoutBytes?: number;
+  readonly killGraceMs?: number;
+  /** Which environment variable overrides `command`, for the not-installed hint. */
+  readonly overrideVariable?: string;
+}
+
+/**
+ * Runs the command and resolves with its stdout (UTF-8) when it exits 0.
+ * Rejects with RenderError on a non-zero exit, a missing executable or too much
+ * output, and with BudgetExceededError when `signal` aborts; in both of the
+ * last cases the child's whole process group is stopped first.
+ */
+export function runProcess(options: RunOptions): Promise<string> {
+  const maxStdout = options.maxStdoutBytes ?? MAX_RENDER_BYTES;
+  const grace = options.killGraceMs ?? KILL_GRACE_MS;
+  const { signal } = options;
+  if (signal.aborted) return Promise.reject(stopped(options, signal.reason));
+
+  return new Promise<string>((resolve, reject) => {
+    // detached: the child leads its own process group, so stopping it also
+    // stops whatever it started (helm plugins, kustomize's helm).
+    const child = spawn(options.command, options.args, {
+      cwd: options.cwd,
+      env: options.env,
+      detached: true,
+      stdio: [options.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+    });
+
+    const stdout: Buffer[] = [];
+    let stdoutBytes = 0;
+    let stderrTail = Buffer.alloc(0);
+    let failure: Error | undefined;
+    let killTimer: NodeJS.Timeout | undefined;
+
+    const stopGroup = (reason: Error): void => {
+      if (failure !== undefined) return;
+      failure = reason;
+      signalGroup(child.pid, 'SIGTERM');
+      killTimer = setTimeout(() => signalGroup(child.pid, 'SIGKILL'), grace);
+      killTimer.unref();
+    };
+    const onAbort = (): void => stopGroup(stopped(options, signal.reason));
+    signal.addEventListener('abort', onAbort, { once: true });
+
+    // Both are pipes (stdio above), so neither is null.
+    (child.stdout as NodeJS.ReadableStream).on('data', (chunk: Buffer) => {
+      if (failure !== undefined) return;
+      stdoutBytes += chunk.length;
+      if (stdoutBytes > maxStdout) {
+        stopGroup(new RenderError(`${options.display} produced more than ${formatBytes(maxStdout)} of output; refusing to read more`));
+        return;
+      }
+      stdout.push(chunk);
+    });
+    (child.stderr as NodeJS.ReadableStream).on('data', (chunk: Buffer) => {
+      stderrTail = Buffer.concat([stderrTail, chunk]);
+      if (stderrTail.length > STDERR_TAIL_BYTES * 2) stderrTail = stderrTail.subarray(-STDERR_TAIL_BYTES);
+    });
+    if (options.stdin !== undefined && child.stdin !== null) {
+      // EPIPE when the child exits without reading stdin is not our error; its exit status is.
+      child.stdin.on('error', () => {});
+      child.stdin.end(options.stdin);
+    }
+
+    child.on('error', (error: NodeJS.ErrnoException) => {
+      signal.removeEventListener('abort', onAbort);
+      if (killTimer !== undefined) clearTimeout(killTimer);
+      if (error.code === 'ENOENT') {
+        const hint = options.overrideVariable === undefined ? '' : ` or set ${options.overrideVariable} to its full path`;
+        reject(new RenderError(`${options.tool} is not installed or not on PATH (looked for ${JSON.stringify(options.command)}); install it${hint}`, '', { cause: error }));
+      } else if (error.code === 'EACCES') {
+        reject(new RenderError(`${options.tool} (${JSON.stringify(options.command)}) is not executable`, '', { cause: error }));
+      } else {
+        reject(new RenderError(`${options.display} could not be started: ${error.message}`, '', { cause: error }));
+      }
+    });
+
+    child.on('close', (code, exitSignal) => {
+      signal.removeEventListener('abort', onAbort);
+      if (killTimer !== undefined) clearTimeout(killTimer);
+      if (failure !== undefined) {
+        reject(failure);
+        return;
+      }
+      if (code === 0) {
+        resolve(Buffer.concat(stdout).toString('utf8'));
+        return;
+      }
+      const status = code === null ? `was killed by ${exitSignal}` : `failed with exit code ${code}`;
+      reject(new RenderError(`${options.display} ${status}`, tailText(stderrTail)));
+    });
+  });
+}
+
+function stopped(options: RunOptions, reason: unknown): BudgetExceededError {
+  const why = reason instanceof Error && reason.message !== '' ? reason.message : 'the command was stopped';
+  return new BudgetExceededError(`${options.display} was stopped: ${why}`, { cause: reason });
+}
+
+function signalGroup(pid: number | undefined, name: NodeJS.Signals): void {
+  if (pid === undefined) return;
+  try {
+    process.kill(-pid, name);
+  } catch {
+    // Already gone: nothing to stop.
+  }
+}
+
+/** The last lines of stderr, trimmed, valid UTF-8 (a cut multi-byte character is dropped). */
+function tailText(bytes: Buffer): string {
+  const tail = bytes.length > STDERR_TAIL_BYTES ? bytes.subarray(-STDERR_TAIL_BYTES) : bytes;
+  let text = tail.toString('utf8').replace(/^\uFFFD+/, '');
+  if (bytes.length > STDERR_TAIL_BYTES) text = `…${text.slice(text.indexOf('\n') + 1)}`;
+  return text.trim();
+}
+
+function formatBytes(bytes: number): string {
+  return bytes >= 1024 * 1024 ? `${bytes / (1024 * 1024)} MiB` : `${bytes} bytes`;
+}
