@@ -106,42 +106,67 @@ function commaList(value: string): string[] {
   return value.split(',').map((item) => item.trim());
 }
 
+/** Characters JavaScript's `u` mode lets you escape outside a class (`-` only inside one). */
+const JS_SYNTAX = new Set(['^', '$', '\\', '.', '*', '+', '?', '(', ')', '[', ']', '{', '}', '|', '/']);
+
 /**
- * JavaScript-only regex features that Go's RE2 (Reloader's engine) lacks:
- * lookaround and backreferences. Rejecting them keeps every accepted pattern
- * meaning the same in both engines. Escapes and classes are skipped so that
- * `\\(?=` or `[(?=]` are not mistaken for a lookahead.
+ * Adapts one Reloader pattern (Go RE2 syntax) to a JavaScript `u`-mode
+ * RegExp source, so that the same text means the same in both engines:
+ * RE2 lets any ASCII punctuation be escaped (`\-`, `\_`), JavaScript's `u`
+ * mode does not, so those escapes become the plain character; lookaround and
+ * backreferences exist only in JavaScript and are rejected. RE2-only syntax
+ * (`(?i)`, `\z`, `[[:alpha:]]`) is left for the RegExp constructor to reject.
+ * Returns the problem as a string when the pattern cannot be accepted.
  */
-function jsOnlyFeature(pattern: string): string | undefined {
+export function re2ToJsPattern(pattern: string): { readonly source: string } | { readonly problem: string } {
+  let out = '';
   let inClass = false;
   for (let i = 0; i < pattern.length; i++) {
-    const c = pattern[i];
+    const c = pattern[i] as string;
     if (c === '\\') {
-      const next = pattern[i + 1] ?? '';
-      if (!inClass && (/[1-9]/.test(next) || next === 'k')) return 'backreferences';
+      const next = pattern[i + 1];
       i++;
-    } else if (inClass) {
+      if (next === undefined) return { problem: 'trailing backslash' };
+      if (!inClass && (/[1-9]/.test(next) || next === 'k')) return { problem: 'backreferences are not supported (Reloader uses Go RE2)' };
+      const punctuation = /[!-\/:-@\[-`{-~]/.test(next);
+      const keepEscape = !punctuation || JS_SYNTAX.has(next) || (inClass && next === '-');
+      out += keepEscape ? `\\${next}` : next;
+      continue;
+    }
+    if (inClass) {
       if (c === ']') inClass = false;
     } else if (c === '[') {
       inClass = true;
+      // A `]` right after `[` or `[^` is a literal in RE2; JavaScript would end the class there.
+      const negated = pattern[i + 1] === '^';
+      if (negated) out += '[^';
+      else out += '[';
+      if (negated) i++;
+      if (pattern[i + 1] === ']') {
+        out += '\\]';
+        i++;
+      }
+      continue;
     } else if (c === '(' && /^\?(?:=|!|<=|<!)/.test(pattern.slice(i + 1))) {
-      return 'lookaround';
+      return { problem: 'lookaround is not supported (Reloader uses Go RE2)' };
     }
+    out += c;
   }
-  return undefined;
+  return { source: out };
 }
 
 function compileNamed(m: Manifest, field: string, annotation: string, value: string): NamedPattern[] {
   return commaList(value).map((item) => {
-    const unsupported = jsOnlyFeature(item);
-    if (unsupported !== undefined) {
-      throw new ManifestError(m, `${field}[${annotation}]`, `invalid regular expression ${JSON.stringify(item)}: ${unsupported} are not supported (Reloader uses Go's RE2)`);
+    const where = `${field}[${annotation}]`;
+    const adapted = re2ToJsPattern(item);
+    if ('problem' in adapted) {
+      throw new ManifestError(m, where, `invalid regular expression ${JSON.stringify(item)}: ${adapted.problem}`);
     }
     try {
       // Reloader concatenates without a group, so `a|b` means `^a` or `b$`; kept for compatibility (ADR 0001).
-      return Object.freeze({ source: item, regex: new RegExp(`^${item}$`, 'u') });
+      return Object.freeze({ source: item, regex: new RegExp(`^${adapted.source}$`, 'u') });
     } catch (error) {
-      throw new ManifestError(m, `${field}[${annotation}]`, `invalid regular expression ${JSON.stringify(item)}: ${(error as Error).message}`, { cause: error });
+      throw new ManifestError(m, where, `invalid regular expression ${JSON.stringify(item)}: ${(error as Error).message}`, { cause: error });
     }
   });
 }
