@@ -1,0 +1,75 @@
+/**
+ * The `driftless` process: parse the configuration once, run one command
+ * under the time budget, write its whole output at once, and map every
+ * failure to the documented exit code. The only `process.exit` is here.
+ */
+import { parseConfig, usageText } from './config.ts';
+import type { PluginConfig } from './config.ts';
+import { explain } from './commands/explain.ts';
+import { generate } from './commands/generate.ts';
+import type { CommandResult } from './commands/generate.ts';
+import { BudgetExceededError, EXIT, exitCodeFor } from './errors.ts';
+import { renderSource } from './source/index.ts';
+
+async function run(config: PluginConfig, signal: AbortSignal): Promise<CommandResult> {
+  switch (config.command) {
+    case 'help':
+      return { stdout: usageText(), stderr: [] };
+    case 'generate':
+      return generate(config, signal, renderSource);
+    case 'explain':
+      return explain(config, signal, renderSource);
+  }
+}
+
+/** Rejects with the abort reason as soon as `signal` fires, so a stage that ignores it cannot outlive the budget. */
+function whenAborted(signal: AbortSignal): Promise<never> {
+  return new Promise((_, reject) => {
+    if (signal.aborted) reject(signal.reason);
+    else signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+  });
+}
+
+function write(stream: NodeJS.WriteStream, text: string): Promise<void> {
+  if (text === '') return Promise.resolve();
+  return new Promise((resolve, reject) => stream.write(text, (error) => (error ? reject(error) : resolve())));
+}
+
+/** `driftless: <message>`; an unexpected error says so, without a stack (it could quote input). */
+function describe(error: unknown): string {
+  if (error instanceof Error) {
+    const known = exitCodeFor(error) !== EXIT.failure || error instanceof BudgetExceededError || error.name === 'StampVerificationError';
+    return known ? error.message : `internal error: ${error.message}`;
+  }
+  return `internal error: ${String(error)}`;
+}
+
+async function main(): Promise<number> {
+  const controller = new AbortController();
+  const stop = (signalName: string) => () =>
+    controller.abort(new BudgetExceededError(`stopped by ${signalName}; renderers were terminated, nothing was written`));
+  process.once('SIGTERM', stop('SIGTERM'));
+  process.once('SIGINT', stop('SIGINT'));
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    const config = parseConfig(process.argv.slice(2), process.env, process.cwd());
+    timer = setTimeout(
+      () => controller.abort(new BudgetExceededError(`exceeded the time budget of ${config.timeoutText} (timeout / ARGOCD_EXEC_TIMEOUT); renderers were terminated, nothing was written`)),
+      config.timeoutMs,
+    );
+    const result = await Promise.race([run(config, controller.signal), whenAborted(controller.signal)]);
+    controller.signal.throwIfAborted();
+    for (const line of result.stderr) await write(process.stderr, `driftless: ${line}\n`);
+    await write(process.stdout, result.stdout);
+    return EXIT.ok;
+  } catch (error) {
+    // Let renderers still running (a stage that lost the race) see the abort and stop.
+    if (!controller.signal.aborted) controller.abort(error);
+    await write(process.stderr, `driftless: ${describe(error)}\n`);
+    return exitCodeFor(error);
+  } finally {
+    if (timer !== undefined) clearTimeout(timer);
+  }
+}
+
+process.exit(await main());

@@ -1,0 +1,115 @@
+import { readFile } from 'node:fs/promises';
+import { expandLists, planWorkloads, toManifest } from '../core/index.ts';
+import type { HashKey, Manifest, WorkloadPlan } from '../core/index.ts';
+import type { PluginConfig } from './config.ts';
+import { DEFAULT_LIMITS, parseStream } from './documents.ts';
+import type { DocumentLimits, ParsedDocument, TextStream } from './documents.ts';
+import { InvalidInputError, UsageError } from './errors.ts';
+
+/**
+ * The stages `generate` and `explain` share: render, parse with limits,
+ * expand Lists, identify objects, plan. Pure data out; the commands decide
+ * what to print.
+ */
+
+/** One Kubernetes object of the render and where it sits in its document. */
+export interface LocatedObject {
+  readonly manifest: Manifest;
+  readonly document: ParsedDocument;
+  /** Path from the document root to the object: `[]`, or `['items', 3]` inside a List. */
+  readonly path: readonly (string | number)[];
+}
+
+/** Everything a command needs to decide its output. */
+export interface Analysis {
+  readonly documents: readonly ParsedDocument[];
+  readonly objects: readonly LocatedObject[];
+  readonly plans: readonly WorkloadPlan[];
+  /** Whether an HMAC key was configured. */
+  readonly keyed: boolean;
+  /** Lines for stderr, each starting with `warning:`. Never a Secret value. */
+  readonly warnings: readonly string[];
+}
+
+/** The stage that turns the app into text; `renderSource` in production, a stub in unit tests. */
+export type Render = (config: PluginConfig, signal: AbortSignal) => Promise<readonly TextStream[]>;
+
+/** Runs every shared stage. Throws the plugin's typed errors (or ManifestError) and `signal.reason` once aborted. */
+export async function analyse(
+  config: PluginConfig,
+  signal: AbortSignal,
+  render: Render,
+  limits: DocumentLimits = DEFAULT_LIMITS,
+): Promise<Analysis> {
+  // Read the key first: a broken installation should fail before any rendering work.
+  const key = config.hashKeyFile === undefined ? undefined : await readHashKey(config.hashKeyFile);
+  const streams = await render(config, signal);
+  signal.throwIfAborted();
+
+  const documents: ParsedDocument[] = [];
+  for (const stream of streams) {
+    documents.push(...parseStream(stream, limits));
+    signal.throwIfAborted();
+  }
+
+  const objects: LocatedObject[] = [];
+  for (const document of documents) {
+    const origin = { file: document.file, document: document.index };
+    for (const { object, path } of listEntries(document.value, [])) {
+      const manifest = toManifest(object, { defaultNamespace: config.destinationNamespace, origin });
+      objects.push({ manifest, document, path });
+    }
+  }
+  if (objects.length === 0 && !config.allowEmpty) {
+    const file = streams.length === 1 ? (streams[0]?.label ?? '<render>') : '<render>';
+    throw new InvalidInputError(
+      { file },
+      'the render produced no Kubernetes objects; refusing to emit an empty app (Argo CD would prune everything). Set allow-empty=true if this is intended',
+    );
+  }
+
+  const plans = planWorkloads(
+    objects.map((o) => o.manifest),
+    { mode: config.mode, includeRollouts: config.includeRollouts, ...(key === undefined ? {} : { key }) },
+  );
+  signal.throwIfAborted();
+  return { documents, objects, plans, keyed: key !== undefined, warnings: keyWarnings(plans, key) };
+}
+
+/** The HMAC key: the file's bytes as they are. Unreadable or empty is a usage error naming the file. */
+export async function readHashKey(file: string): Promise<HashKey> {
+  let bytes: Buffer;
+  try {
+    bytes = await readFile(file);
+  } catch (cause) {
+    const code = (cause as NodeJS.ErrnoException).code ?? 'error';
+    throw new UsageError(`hash-key-file ${file}: cannot read the key (${code})`, { cause });
+  }
+  if (bytes.length === 0) throw new UsageError(`hash-key-file ${file}: the key file is empty`);
+  return { bytes: new Uint8Array(bytes) };
+}
+
+/** Mirrors core's `expandLists`, keeping each item's path so a stamp can find it in the text. */
+function listEntries(value: unknown, path: readonly (string | number)[]): { object: unknown; path: readonly (string | number)[] }[] {
+  const expanded = expandLists(value);
+  if (expanded.length === 1 && expanded[0] === value) return [{ object: value, path }];
+  const items = (value as { items: unknown[] }).items;
+  return items.flatMap((item, i) => listEntries(item, [...path, 'items', i]));
+}
+
+/** One warning when Secrets are hashed with a plain SHA-256: their hash can be brute-forced by anyone who reads the workload. */
+function keyWarnings(plans: readonly WorkloadPlan[], key: HashKey | undefined): string[] {
+  if (key !== undefined) return [];
+  const secrets = new Set<string>();
+  for (const plan of plans) {
+    for (const entry of plan.entries) {
+      if (entry.kind === 'Secret') secrets.add(`${plan.workload.namespace === '' ? '' : `${plan.workload.namespace}/`}${entry.name}`);
+    }
+  }
+  if (secrets.size === 0) return [];
+  const names = [...secrets].sort();
+  const shown = names.length > 5 ? `${names.slice(0, 5).join(', ')}, …` : names.join(', ');
+  return [
+    `warning: hashing Secrets without a key (${names.length}: ${shown}); a plain SHA-256 of a short Secret can be brute-forced by anyone who can read the workload. Set hash-key-file (or DRIFTLESS_HASH_KEY_FILE) to use HMAC-SHA256`,
+  ];
+}
