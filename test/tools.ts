@@ -1,0 +1,205 @@
+/**
+ * Real `kustomize` and `helm` for the tests and the benchmark, built from the Go
+ * module proxy at the versions pinned in `test/tools/versions.json` (the one place
+ * the pins live; the Dockerfile's ARGs are checked against it by a test).
+ *
+ * The binaries go to `${XDG_CACHE_HOME:-$HOME/.cache}/driftless/tools/<name>-<version>/`,
+ * outside the clone, so a fresh CI clone on the same machine reuses them.
+ * Each install is built into a temporary directory, verified, then renamed into
+ * place: a crashed or concurrent install never leaves a half-written tool behind.
+ */
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdir, readFile, rename, rm, symlink, stat, writeFile } from 'node:fs/promises';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+/** One pinned Go-installable tool. */
+export interface ToolPin {
+  /** Go package path handed to `go install`. */
+  readonly module: string;
+  /** Module version, e.g. `v5.8.2`. */
+  readonly version: string;
+  /** Package variable set with `-X` so that `<tool> version` prints the pin (null when the tool reads Go build info). */
+  readonly versionVariable: string | null;
+}
+
+export type ToolName = 'kustomize' | 'helm';
+
+/** Absolute paths of the installed tools. */
+export interface Tools {
+  readonly kustomize: string;
+  readonly helm: string;
+  /** A directory containing exactly `kustomize` and `helm`, for the front of PATH. */
+  readonly binDir: string;
+}
+
+/** The pins, read from `test/tools/versions.json`. */
+export const TOOL_PINS: Readonly<Record<ToolName, ToolPin>> = Object.freeze(
+  JSON.parse(readFileSync(join(import.meta.dirname, 'tools', 'versions.json'), 'utf8')) as Record<ToolName, ToolPin>,
+);
+
+/** The argv after `go` that builds one tool; the Dockerfile runs the same command. */
+export function goInstallArgs(pin: ToolPin): string[] {
+  const ldflags = ['-s', '-w'];
+  if (pin.versionVariable !== null) ldflags.push('-X', `${pin.versionVariable}=${pin.version}`);
+  return ['install', '-trimpath', `-ldflags=${ldflags.join(' ')}`, `${pin.module}@${pin.version}`];
+}
+
+/** The cache root for the tools, outside any clone. */
+export function toolsRoot(env: Readonly<Record<string, string | undefined>> = process.env): string {
+  const cache = env['XDG_CACHE_HOME'] || join(env['HOME'] || homedir(), '.cache');
+  return join(cache, 'driftless', 'tools');
+}
+
+let pending: Promise<Tools> | undefined;
+
+/**
+ * Installs the pinned kustomize and helm if they are not in the cache yet and
+ * returns their paths. Cheap when they are present (a few `stat`s).
+ */
+export function ensureTools(): Promise<Tools> {
+  pending ??= install().catch((error: unknown) => {
+    pending = undefined;
+    throw error;
+  });
+  return pending;
+}
+
+async function install(): Promise<Tools> {
+  const root = toolsRoot();
+  await mkdir(root, { recursive: true });
+  // Sequential on purpose: each build already uses every core.
+  const kustomize = await ensureTool(root, 'kustomize');
+  const helm = await ensureTool(root, 'helm');
+  const binDir = await ensureBinDir(root, { kustomize, helm });
+  return Object.freeze({ kustomize, helm, binDir });
+}
+
+async function ensureTool(root: string, name: ToolName): Promise<string> {
+  const pin = TOOL_PINS[name];
+  const finalDir = join(root, `${name}-${pin.version}`);
+  const finalBin = join(finalDir, name);
+  if (existsSync(finalBin)) return finalBin;
+
+  // Another process (a parallel test file, another engineer's run) may be
+  // building the same tool; wait for it instead of compiling twice.
+  const release = await lock(join(root, `.lock-${name}-${pin.version}`));
+  const tempDir = join(root, `.tmp-${name}-${pin.version}-${process.pid}-${randomBytes(4).toString('hex')}`);
+  try {
+    if (existsSync(finalBin)) return finalBin;
+    await mkdir(tempDir, { recursive: true });
+    const started = Date.now();
+    process.stderr.write(`driftless tools: building ${name} ${pin.version} from the Go module proxy (first run only, takes minutes)...\n`);
+    await run('go', goInstallArgs(pin), { ...process.env, GOBIN: tempDir, CGO_ENABLED: '0' }, `go ${goInstallArgs(pin).join(' ')}`);
+    const tempBin = join(tempDir, name);
+    await verifyVersion(tempBin, name, pin.version);
+    await publish(tempDir, finalDir);
+    process.stderr.write(`driftless tools: ${name} ${pin.version} ready in ${((Date.now() - started) / 1000).toFixed(0)} s\n`);
+  } finally {
+    await rm(tempDir, { recursive: true, force: true });
+    await release();
+  }
+  return finalBin;
+}
+
+/**
+ * A directory lock holding the owner's pid. A lock whose owner is gone (killed
+ * mid-build) is taken over, so an interrupted run never blocks later ones.
+ */
+async function lock(lockDir: string): Promise<() => Promise<void>> {
+  let announced = false;
+  for (;;) {
+    try {
+      await mkdir(lockDir);
+      await writeFile(join(lockDir, 'pid'), String(process.pid));
+      return () => rm(lockDir, { recursive: true, force: true });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    }
+    const owner = Number(await readFile(join(lockDir, 'pid'), 'utf8').catch(() => ''));
+    const age = Date.now() - (await stat(lockDir).then((s) => s.mtimeMs, () => Date.now()));
+    if (owner > 0 ? !isAlive(owner) : age > 10_000) {
+      await rm(lockDir, { recursive: true, force: true });
+      continue;
+    }
+    if (!announced) {
+      process.stderr.write(`driftless tools: waiting for another process${owner > 0 ? ` (pid ${owner})` : ''} that is building the same tool...\n`);
+      announced = true;
+    }
+    await sleep(1000);
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Checks that the built binary reports the pinned version, so a wrong pin or ldflag cannot go unnoticed. */
+async function verifyVersion(bin: string, name: ToolName, version: string): Promise<void> {
+  const args = name === 'helm' ? ['version', '--short'] : ['version'];
+  const { stdout } = await run(bin, args, process.env, `${name} ${args.join(' ')}`);
+  const reported = stdout.trim();
+  if (!reported.startsWith(version)) {
+    throw new Error(`driftless tools: ${name} built from ${TOOL_PINS[name].module}@${version} reports version ${JSON.stringify(reported)}`);
+  }
+}
+
+/** A directory with symlinks to both tools; named after the pins, so a pin change gets a fresh one. */
+async function ensureBinDir(root: string, bins: Readonly<Record<ToolName, string>>): Promise<string> {
+  const binDir = join(root, `bin-kustomize-${TOOL_PINS.kustomize.version}-helm-${TOOL_PINS.helm.version}`);
+  if (existsSync(join(binDir, 'kustomize')) && existsSync(join(binDir, 'helm'))) return binDir;
+  const tempDir = join(root, `.tmp-bin-${process.pid}-${randomBytes(4).toString('hex')}`);
+  await mkdir(tempDir, { recursive: true });
+  try {
+    for (const [name, target] of Object.entries(bins)) await symlink(target, join(tempDir, name));
+    await publish(tempDir, binDir);
+  } finally {
+    await rm(tempDir, { recursive: true, force: true });
+  }
+  return binDir;
+}
+
+/** Renames a finished temp dir into place; losing a race to another installer is fine. */
+async function publish(tempDir: string, finalDir: string): Promise<void> {
+  try {
+    await rename(tempDir, finalDir);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    const exists = await stat(finalDir).then(() => true, () => false);
+    if (!(exists && (code === 'ENOTEMPTY' || code === 'EEXIST'))) throw error;
+  }
+}
+
+function run(command: string, args: readonly string[], env: NodeJS.ProcessEnv, display: string): Promise<{ stdout: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => { stdout += chunk; });
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => { stderr = (stderr + chunk).slice(-4000); });
+    child.on('error', (error: NodeJS.ErrnoException) => {
+      if (error.code === 'ENOENT' && command === 'go') {
+        reject(new Error(
+          'driftless tools: `go` is not on PATH. The tests build the pinned kustomize ' +
+          `${TOOL_PINS.kustomize.version} and helm ${TOOL_PINS.helm.version} from the Go module proxy; ` +
+          'install Go 1.26 or newer (https://go.dev/dl/) and run again.',
+          { cause: error },
+        ));
+      } else {
+        reject(new Error(`driftless tools: cannot run ${display}: ${error.message}`, { cause: error }));
+      }
+    });
+    child.on('close', (code, signal) => {
+      if (code === 0) resolve({ stdout });
+      else reject(new Error(`driftless tools: \`${display}\` failed (${signal ?? `exit ${code}`}):\n${stderr.trimEnd()}`));
+    });
+  });
+}
