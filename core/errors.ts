@@ -30,7 +30,14 @@ export class ManifestError extends Error {
 
   constructor(object: ObjectIdentity, field: string, problem: string, options?: ErrorOptions) {
     super(`${describeObject(object)}: ${field}: ${problem}`, options);
-    this.object = object;
+    // Copy the identity only: callers pass a whole Manifest, whose `object` holds the Secret's data,
+    // and a logger that serialises the error's own properties must not find it there.
+    this.object = Object.freeze({
+      kind: object.kind,
+      name: object.name,
+      namespace: object.namespace,
+      ...(object.origin === undefined ? {} : { origin: object.origin }),
+    });
     this.field = field;
     this.problem = problem;
   }
