@@ -178,6 +178,23 @@ describe('planWorkloads', () => {
     assert.deepEqual(entriesOf(one), ['ConfigMap/a', 'ConfigMap/b', 'Secret/s']);
   });
 
+  it('reproduces the worked example of docs/hash-v1.md end to end', () => {
+    const objects = [
+      deployment('web', envFromPod({ configMaps: ['app-config'], secrets: ['db', 'db-creds'] })),
+      manifest({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'app-config' }, data: { b: '2', a: 'x=1\n' }, binaryData: { bin: 'AAEC\n/x==' } }),
+      manifest({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'db' }, data: { password: 'b2xk', user: 'YWRtaW4=' }, stringData: { password: 'new', note: 'é' } }),
+      manifest({
+        apiVersion: 'external-secrets.io/v1', kind: 'ExternalSecret', metadata: { name: 'db' },
+        spec: { target: { name: 'db-creds' }, secretStoreRef: { name: 'vault', kind: 'ClusterSecretStore' }, refreshInterval: '1h' },
+      }),
+    ];
+    const [plain] = planWorkloads(objects, ALL);
+    const [keyed] = planWorkloads(objects, { ...ALL, key: { bytes: new TextEncoder().encode('driftless-test-key\n') } });
+    assert.deepEqual(entriesOf(plain), ['ConfigMap/app-config', 'ExternalSecret/db', 'Secret/db']);
+    assert.equal(plain?.hash, 'v1:c9cdbc6ef0d0d65fefb36254708219e20929e6fcb1814316e87c3de146baef62');
+    assert.equal(keyed?.hash, 'v1:85a5ab105d4546dc0d8f2c5b4b2e064c0b83105db080cec9fdc9aa5fb853e744');
+  });
+
   describe('Argo Rollouts', () => {
     const rollout = manifest({ apiVersion: 'argoproj.io/v1alpha1', kind: 'Rollout', metadata: { name: 'r' }, spec: { template: { spec: envFromPod({ configMaps: ['c'] }) } } });
     const borrowing = manifest({ apiVersion: 'argoproj.io/v1alpha1', kind: 'Rollout', metadata: { name: 'canary' }, spec: { workloadRef: { apiVersion: 'apps/v1', kind: 'Deployment', name: 'web' } } });
