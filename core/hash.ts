@@ -17,6 +17,7 @@ export const HASH_VERSION = 'v1';
  * non-finite numbers, non-plain objects), rather than silently dropping it.
  */
 export function canonicalJson(value: unknown): string {
+  // String building without intermediate arrays: this runs for every workload of every render.
   if (value === null) return 'null';
   switch (typeof value) {
     case 'string':
@@ -26,14 +27,23 @@ export function canonicalJson(value: unknown): string {
       if (!Number.isFinite(value)) throw new TypeError(`canonical JSON cannot represent the number ${String(value)}`);
       return JSON.stringify(value);
     case 'object': {
-      if (Array.isArray(value)) return `[${value.map((item) => canonicalJson(item)).join(',')}]`;
+      if (Array.isArray(value)) {
+        let out = '[';
+        for (let i = 0; i < value.length; i++) out += (i === 0 ? '' : ',') + canonicalJson(value[i]);
+        return out + ']';
+      }
       const prototype = Object.getPrototypeOf(value) as unknown;
       if (prototype !== Object.prototype && prototype !== null) {
         throw new TypeError('canonical JSON accepts only plain objects and arrays');
       }
       const record = value as Record<string, unknown>;
       const keys = Object.keys(record).sort();
-      return `{${keys.map((key) => `${JSON.stringify(key)}:${canonicalJson(record[key])}`).join(',')}}`;
+      let out = '{';
+      for (let i = 0; i < keys.length; i++) {
+        const key = keys[i] as string;
+        out += (i === 0 ? '' : ',') + JSON.stringify(key) + ':' + canonicalJson(record[key]);
+      }
+      return out + '}';
     }
     default:
       throw new TypeError(`canonical JSON cannot represent a value of type ${typeof value}`);
@@ -85,11 +95,13 @@ function decodedBase64Map(m: Manifest, field: string): Map<string, Buffer> {
   return out;
 }
 
-/** A record without a prototype, so keys such as `__proto__` are ordinary keys. */
+/**
+ * A frozen record of the pairs. Object.fromEntries defines own properties, so
+ * a key such as `__proto__` stays an ordinary key (plain objects, unlike
+ * null-prototype ones, also keep V8's fast paths).
+ */
 function record(entries: Iterable<readonly [string, string]>): Record<string, string> {
-  const out = Object.create(null) as Record<string, string>;
-  for (const [key, value] of entries) out[key] = value;
-  return Object.freeze(out);
+  return Object.freeze(Object.fromEntries(entries));
 }
 
 /**

@@ -1,7 +1,7 @@
 import { configMapEntry, hashEntries, secretEntry, sortEntries, sourceEntry } from './hash.ts';
 import { getPath } from './manifest.ts';
 import type { ConfigKind, HashEntry, HashKey, Manifest, PolicyDecision, PolicyMode, Reference } from './model.ts';
-import { decide, namedMatch, readAnnotations, readWorkloadPolicy } from './policy.ts';
+import { CONFIG_KINDS, decide, namedMatch, readAnnotations, readWorkloadPolicy } from './policy.ts';
 import { isConfigMap, isSecret, isSecretProviderClass, providedSecretName, secretSourceKind, sourceTemplateAnnotations } from './providers.ts';
 import { findReferences } from './references.ts';
 import { isRollout, podTemplatePath, rolloutWorkloadRef } from './workloads.ts';
@@ -50,6 +50,8 @@ interface NamespaceIndex {
   readonly configs: Map<string, Manifest[]>;
   /** Provided Secret name → sources. */
   readonly sources: Map<string, Manifest[]>;
+  /** Every name a named pattern may select, per kind: objects in the render and Secrets a source provides. */
+  readonly names: Record<ConfigKind, Set<string>>;
 }
 
 const configKey = (kind: string, name: string): string => `${kind}/${name}`;
@@ -93,16 +95,22 @@ function indexNamespaces(manifests: readonly Manifest[]): Map<string, NamespaceI
   const at = (namespace: string): NamespaceIndex => {
     let entry = index.get(namespace);
     if (entry === undefined) {
-      entry = { configs: new Map(), sources: new Map() };
+      entry = emptyIndex();
       index.set(namespace, entry);
     }
     return entry;
   };
   for (const m of manifests) {
     const kind = configKindOf(m);
-    if (kind !== undefined) push(at(m.namespace).configs, configKey(kind, m.name), m);
+    if (kind !== undefined) {
+      push(at(m.namespace).configs, configKey(kind, m.name), m);
+      at(m.namespace).names[kind].add(m.name);
+    }
     const provided = providedSecretName(m);
-    if (provided !== undefined) push(at(m.namespace).sources, provided, m);
+    if (provided !== undefined) {
+      push(at(m.namespace).sources, provided, m);
+      at(m.namespace).names.Secret.add(provided);
+    }
   }
   return index;
 }
@@ -120,7 +128,11 @@ function configAnnotations(objects: readonly Manifest[], sources: readonly Manif
   return merged;
 }
 
-const EMPTY_INDEX: NamespaceIndex = { configs: new Map(), sources: new Map() };
+function emptyIndex(): NamespaceIndex {
+  return { configs: new Map(), sources: new Map(), names: { ConfigMap: new Set(), Secret: new Set(), SecretProviderClass: new Set() } };
+}
+
+const EMPTY_INDEX: NamespaceIndex = emptyIndex();
 
 function planOne(
   workload: Manifest,
@@ -140,15 +152,14 @@ function planOne(
     else found.references.push(reference);
   }
   if (templatePath !== undefined) {
-    // Named patterns need no reference: every config in the namespace, and every Secret a source provides, is a candidate.
-    const inNamespace: [ConfigKind, string][] = [
-      ...[...index.configs.values()].map((objects) => [configKindOf(objects[0] as Manifest) as ConfigKind, (objects[0] as Manifest).name] as [ConfigKind, string]),
-      ...[...index.sources.keys()].map((name) => ['Secret', name] as [ConfigKind, string]),
-    ];
-    for (const [kind, name] of inNamespace) {
-      const key = configKey(kind, name);
-      if (!candidates.has(key) && namedMatch(policy, kind, name) !== undefined) {
-        candidates.set(key, { kind, name, references: [] });
+    // Named patterns need no reference: any object in the namespace, or Secret a source provides, may match.
+    for (const kind of CONFIG_KINDS) {
+      if (policy.kinds[kind].named.length === 0) continue;
+      for (const name of index.names[kind]) {
+        const key = configKey(kind, name);
+        if (!candidates.has(key) && namedMatch(policy, kind, name) !== undefined) {
+          candidates.set(key, { kind, name, references: [] });
+        }
       }
     }
   }
