@@ -193,6 +193,12 @@ describe('entries', () => {
     const entry = secretEntry(manifest({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 's' }, data: { k: 'YW\nJj/x==' } }));
     assert.deepEqual({ ...(entry as { data: object }).data }, { k: 'YWJj/w==' });
   });
+  it('a key named __proto__ is an ordinary key, in data and in a source spec', () => {
+    const cm = configMapEntry(manifest(JSON.parse('{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"},"data":{"__proto__":"x"}}')));
+    assert.equal(canonicalJson(cm), '{"binaryData":{},"data":{"__proto__":"x"},"kind":"ConfigMap","name":"c"}');
+    const secret = secretEntry(manifest(JSON.parse('{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s"},"stringData":{"__proto__":"x"}}')));
+    assert.equal(canonicalJson(secret), '{"data":{"__proto__":"eA=="},"kind":"Secret","name":"s","type":"Opaque"}');
+  });
   it('a source without spec has spec null', () => {
     const entry = sourceEntry(manifest({ apiVersion: 'cert-manager.io/v1', kind: 'Certificate', metadata: { name: 'c' } }));
     assert.equal(canonicalJson(entry), '{"kind":"Certificate","name":"c","spec":null}');

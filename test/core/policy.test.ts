@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ManifestError, decide, parseGoBool, readWorkloadPolicy } from '../../core/index.ts';
+import { ManifestError, decide, parseGoBool, re2ToJsPattern, readWorkloadPolicy } from '../../core/index.ts';
 import type { ConfigKind, PolicyMode, PolicyRule } from '../../core/index.ts';
 import { deployment, manifest } from './helpers.ts';
 
@@ -169,5 +169,33 @@ describe('parseGoBool', () => {
   ];
   for (const [input, expected] of table) {
     it(`${JSON.stringify(input)} → ${String(expected)}`, () => assert.equal(parseGoBool(input), expected));
+  }
+});
+
+describe('re2ToJsPattern', () => {
+  const table: [string, string | RegExp][] = [
+    ['app-.*', 'app-.*'],
+    ['my\\-app', 'my-app'],
+    ['a\\_b\\@c', 'a_b@c'],
+    ['x\\.y', 'x\\.y'],
+    ['[\\-a]', '[\\-a]'],
+    ['[\\_a]', '[_a]'],
+    ['[]a]', '[\\]a]'],
+    ['[^]a]', '[^\\]a]'],
+    ['\\(?=', '\\(?='],
+    ['[(?=]', '[(?=]'],
+    ['\\d+', '\\d+'],
+    ['(?=x)', /lookaround/],
+    ['(?<!x)y', /lookaround/],
+    ['(a)\\1', /backreferences/],
+    ['(?<n>a)\\k<n>', /backreferences/],
+    ['a\\', /trailing backslash/],
+  ];
+  for (const [input, expected] of table) {
+    it(`${input} → ${String(expected)}`, () => {
+      const result = re2ToJsPattern(input);
+      if (typeof expected === 'string') assert.deepEqual(result, { source: expected });
+      else assert.match('problem' in result ? result.problem : '', expected);
+    });
   }
 });
