@@ -33,6 +33,8 @@ export function apiGroup(apiVersion: string): string {
  * Extracts the identity every rule needs from one parsed object, once.
  * Throws ManifestError when the object is not a Kubernetes object: not a
  * mapping, or without a string `apiVersion`, `kind` and `metadata.name`.
+ * An object with only `metadata.generateName` (Argo CD hooks) is accepted
+ * with `name` `""`: nothing can reference it by name.
  */
 export function toManifest(object: unknown, context: ManifestContext): Manifest {
   const origin = context.origin;
@@ -58,8 +60,11 @@ export function toManifest(object: unknown, context: ManifestContext): Manifest 
     throw new ManifestError(guess, 'metadata', 'must be a mapping');
   }
   const name = metadata['name'];
-  if (typeof name !== 'string' || name === '') {
-    throw new ManifestError(guess, 'metadata.name', 'must be a non-empty string');
+  const generateName = metadata['generateName'];
+  // Argo CD applies objects that only have generateName (typically hook Jobs); they get name ''.
+  const generated = (name === undefined || name === null || name === '') && typeof generateName === 'string' && generateName !== '';
+  if (!generated && (typeof name !== 'string' || name === '')) {
+    throw new ManifestError(guess, 'metadata.name', 'must be a non-empty string (or use metadata.generateName)');
   }
   const namespace = metadata['namespace'];
   if (namespace !== undefined && namespace !== null && typeof namespace !== 'string') {
@@ -69,7 +74,7 @@ export function toManifest(object: unknown, context: ManifestContext): Manifest 
     object: object as KubeObject,
     group: apiGroup(apiVersion),
     kind,
-    name,
+    name: generated ? '' : (name as string),
     namespace: typeof namespace === 'string' && namespace !== '' ? namespace : context.defaultNamespace,
     ...(origin === undefined ? {} : { origin }),
   });

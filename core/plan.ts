@@ -101,6 +101,8 @@ function indexNamespaces(manifests: readonly Manifest[]): Map<string, NamespaceI
     return entry;
   };
   for (const m of manifests) {
+    // An object named only by generateName cannot be referenced, and what it provides is unknowable.
+    if (m.name === '') continue;
     const kind = configKindOf(m);
     if (kind !== undefined) {
       push(at(m.namespace).configs, configKey(kind, m.name), m);

@@ -13,6 +13,10 @@ describe('toManifest', () => {
       assert.equal(m.namespace, 'prod');
     }
   });
+  it('accepts an object named only by generateName (Argo CD hooks), with name ""', () => {
+    const m = toManifest({ apiVersion: 'batch/v1', kind: 'Job', metadata: { generateName: 'migrate-' } }, { defaultNamespace: 'prod' });
+    assert.equal(m.name, '');
+  });
   it('keeps the origin and the very same object', () => {
     const object = { apiVersion: 'v1', kind: 'Secret', metadata: { name: 's' } };
     const m = toManifest(object, { defaultNamespace: '', origin: { file: 'a.yaml', document: 2 } });
@@ -26,7 +30,9 @@ describe('toManifest', () => {
     ['a numeric apiVersion', { apiVersion: 1, kind: 'ConfigMap', metadata: { name: 'c' } }, 'apiVersion'],
     ['no kind', { apiVersion: 'v1', metadata: { name: 'c' } }, 'kind'],
     ['no metadata', { apiVersion: 'v1', kind: 'ConfigMap' }, 'metadata'],
-    ['no name (generateName only)', { apiVersion: 'v1', kind: 'ConfigMap', metadata: { generateName: 'c-' } }, 'metadata.name'],
+    ['no name and no generateName', { apiVersion: 'v1', kind: 'ConfigMap', metadata: { labels: {} } }, 'metadata.name'],
+    ['an empty name and an empty generateName', { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: '', generateName: '' } }, 'metadata.name'],
+    ['a numeric name', { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 7, generateName: 'c-' } }, 'metadata.name'],
     ['a numeric namespace', { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c', namespace: 3 } }, 'metadata.namespace'],
   ];
   for (const [name, object, field] of invalid) {

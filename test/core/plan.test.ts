@@ -35,6 +35,14 @@ describe('planWorkloads', () => {
     assert.equal(plan?.skipped, undefined);
   });
 
+  it('never selects an object named only by generateName', () => {
+    const generated = manifest({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { generateName: 'app' }, data: { k: 'v' } });
+    const web = deployment('web', envFromPod({ configMaps: ['app'] }), { annotations: { 'configmap.reloader.stakater.com/reload': '.*' } });
+    const [plan] = planWorkloads([web, generated], ALL);
+    assert.deepEqual(configsOf(plan), ['ConfigMap/app:named+']);
+    assert.equal(plan?.hash, undefined);
+  });
+
   it('gives no hash to a workload whose selected configs are all outside the render', () => {
     const [plan] = planWorkloads([deployment('web', envFromPod({ secrets: ['db'] }))], ALL);
     assert.equal(plan?.hash, undefined);
