@@ -11,6 +11,13 @@ import type { CommandResult } from './commands/generate.ts';
 import { BudgetExceededError, EXIT, exitCodeFor } from './errors.ts';
 import { renderSource } from './source/index.ts';
 
+/** Longer than the render stage's SIGTERM→SIGKILL grace, shorter than Argo CD's 5 s before it SIGKILLs us. */
+const STOP_GRACE_MS = 3000;
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
 async function run(config: PluginConfig, signal: AbortSignal): Promise<CommandResult> {
   switch (config.command) {
     case 'help':
@@ -57,7 +64,12 @@ async function main(): Promise<number> {
       () => controller.abort(new BudgetExceededError(`exceeded the time budget of ${config.timeoutText} (timeout / ARGOCD_EXEC_TIMEOUT); renderers were terminated, nothing was written`)),
       config.timeoutMs,
     );
-    const result = await Promise.race([run(config, controller.signal), whenAborted(controller.signal)]);
+    const work = run(config, controller.signal);
+    const result = await Promise.race([work, whenAborted(controller.signal)]).catch(async (error: unknown) => {
+      // Aborted: give the render stage a moment to stop its children (SIGTERM, then SIGKILL) before we exit.
+      if (controller.signal.aborted) await Promise.race([work.catch(() => undefined), delay(STOP_GRACE_MS)]);
+      throw error;
+    });
     controller.signal.throwIfAborted();
     for (const line of result.stderr) await write(process.stderr, `driftless: ${line}\n`);
     await write(process.stdout, result.stdout);
