@@ -89,3 +89,31 @@ export function normalise(value: unknown): unknown {
   };
   return prune(stripped);
 }
+
+/**
+ * Asserts `after` differs from `before` only by the annotation: every added
+ * line holds the annotation or a created `metadata:`/`annotations:` key, and
+ * every removed line is a null/empty annotations line, an old hash value, or
+ * reappears in an added line with only the annotation inserted.
+ */
+export function annotationOnlyProblems(before: string, after: string): string[] {
+  const { removed, added } = lineDiff(before, after);
+  const problems: string[] = [];
+  for (const line of added) if (!ALLOWED_ADDED.test(line)) problems.push(`added: ${line}`);
+  for (const line of removed) {
+    if (ALLOWED_REMOVED.test(line) || /v1:/.test(line)) continue;
+    if (!added.some((candidate) => isInsertion(line, candidate))) problems.push(`removed: ${line}`);
+  }
+  return problems;
+}
+
+/** `to` is `from` with one span inserted (or a null-ish span replaced) that holds the annotation. */
+function isInsertion(from: string, to: string): boolean {
+  let prefix = 0;
+  while (prefix < from.length && prefix < to.length && from[prefix] === to[prefix]) prefix++;
+  let suffix = 0;
+  while (suffix < from.length - prefix && suffix < to.length - prefix && from[from.length - 1 - suffix] === to[to.length - 1 - suffix]) suffix++;
+  const oldMiddle = from.slice(prefix, from.length - suffix);
+  const newMiddle = to.slice(prefix, to.length - suffix);
+  return newMiddle.includes(HASH_ANNOTATION) && /^(|null|~|\{\}|.*v1:.*)$/.test(oldMiddle.trim().replace(/^\{|\}$/g, ''));
+}
