@@ -214,7 +214,7 @@ export function parseConfig(argv: readonly string[], env: Env, cwd: string): Plu
     );
   }
 
-  if (cli.output !== undefined && cli.command !== 'explain') {
+  if (cli.output !== undefined && cli.command === 'generate') {
     throw new UsageError(`${OUTPUT_FLAG} only applies to explain`);
   }
 
@@ -417,7 +417,7 @@ function isEmpty(raw: RawValue): boolean {
 // converters: each names the parameter and the source of a bad value
 
 function wrongShape(found: Found, spec: ParameterSpec, expected: string): UsageError {
-  return new UsageError(`parameter ${spec.name} (from ${found.from}) must be ${expected}, got ${found.raw.kind === 'string' ? 'a string' : `an ${found.raw.kind}`}`);
+  return new UsageError(`parameter ${spec.name} (from ${found.from}) must be ${expected}, got ${found.raw.kind === 'array' ? 'an array' : `a ${found.raw.kind}`}`);
 }
 
 function asString(found: Found, spec: ParameterSpec): string {

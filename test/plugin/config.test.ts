@@ -104,6 +104,7 @@ describe('parseConfig: commands and arguments', () => {
     assert.equal(parse(['-h']).command, 'help');
     assert.equal(parse(['help']).command, 'help');
     assert.equal(parse(['generate', '--help']).command, 'help');
+    assert.equal(parse(['explain', '--output', 'json', '--help']).command, 'help');
   });
 
   it('reads --output for explain only', () => {
@@ -256,7 +257,7 @@ describe('parseConfig: parameter shapes from ARGOCD_APP_PARAMETERS', () => {
 
   it('rejects a value of the wrong shape, naming the parameter and its source', () => {
     rejects(['generate'], { ARGOCD_APP_PARAMETERS: params([{ name: 'mode', array: ['all'] }]) }, 'parameter mode', 'ARGOCD_APP_PARAMETERS (mode)', 'must be a string, got an array');
-    rejects(['generate'], { ARGOCD_APP_PARAMETERS: params([{ name: 'values-files', map: { a: 'b' } }]) }, 'parameter values-files', 'got an map');
+    rejects(['generate'], { ARGOCD_APP_PARAMETERS: params([{ name: 'values-files', map: { a: 'b' } }]) }, 'parameter values-files', 'got a map');
   });
 });
 
