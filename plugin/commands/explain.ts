@@ -112,7 +112,7 @@ function noHashReason(plan: WorkloadPlan): string {
   if (plan.configs.length === 0) return 'references no ConfigMap, Secret or SecretProviderClass';
   const selected = plan.configs.filter((c) => c.decision.selected);
   if (selected.length === 0) return 'the policy selects none of its configs';
-  return 'no selected config is in the render (left to the controller)';
+  return 'its selected configs are not in the render (changes to them are left to the controller)';
 }
 
 const yesNo = (value: boolean): string => (value ? 'yes' : 'no');
