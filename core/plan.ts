@@ -117,17 +117,23 @@ function indexNamespaces(manifests: readonly Manifest[]): Map<string, NamespaceI
   return index;
 }
 
-/** The annotations `ignore`/`match` are read from: the object's own, else its sources' templates (first in kind, name order wins per key). */
-function configAnnotations(objects: readonly Manifest[], sources: readonly Manifest[]): Readonly<Record<string, string>> {
+/**
+ * The annotations `ignore`/`match` are read from: the object's own, else the
+ * templates of the sources that provide it (first in kind, name order wins
+ * per key), with a phrase saying where they came from for the reason.
+ */
+function configAnnotations(objects: readonly Manifest[], sources: readonly Manifest[]): { annotations: Readonly<Record<string, string>>; annotationsFrom?: string } {
   const first = objects[0];
-  if (first !== undefined) return readAnnotations(first, ['metadata', 'annotations']);
+  if (first !== undefined) return { annotations: readAnnotations(first, ['metadata', 'annotations']) };
+  if (sources.length === 0) return { annotations: {} };
   const merged: Record<string, string> = {};
   for (const source of [...sources].sort(compareByKindName)) {
     for (const [key, value] of Object.entries(sourceTemplateAnnotations(source))) {
       if (!Object.hasOwn(merged, key)) merged[key] = value;
     }
   }
-  return merged;
+  const names = sources.map((s) => `${s.kind} ${s.name}`).join(', ');
+  return { annotations: merged, annotationsFrom: `the Secret template of ${names}` };
 }
 
 function emptyIndex(): NamespaceIndex {
@@ -170,8 +176,9 @@ function planOne(
   for (const candidate of [...candidates.values()].sort(compareByKindName)) {
     const objects = index.configs.get(configKey(candidate.kind, candidate.name)) ?? [];
     const sources = candidate.kind === 'Secret' ? [...(index.sources.get(candidate.name) ?? [])].sort(compareByKindName) : [];
-    const annotations = configAnnotations(objects, sources);
-    const decision = decide(policy, { kind: candidate.kind, name: candidate.name, annotations }, candidate.references.length > 0, options.mode);
+    const { annotations, annotationsFrom } = configAnnotations(objects, sources);
+    const config = { kind: candidate.kind, name: candidate.name, annotations, ...(annotationsFrom === undefined ? {} : { annotationsFrom }) };
+    const decision = decide(policy, config, candidate.references.length > 0, options.mode);
     configs.push(Object.freeze({
       kind: candidate.kind,
       name: candidate.name,

@@ -67,6 +67,8 @@ export interface PolicyConfig {
   readonly kind: ConfigKind;
   readonly name: string;
   readonly annotations: Readonly<Record<string, string>>;
+  /** Where `annotations` came from when not the object itself, e.g. `the template of SealedSecret db`. */
+  readonly annotationsFrom?: string;
 }
 
 const EMPTY: Readonly<Record<string, string>> = Object.freeze({});
@@ -235,8 +237,9 @@ export function namedMatch(policy: WorkloadPolicy, kind: ConfigKind, name: strin
 export function decide(policy: WorkloadPolicy, config: PolicyConfig, referenced: boolean, mode: PolicyMode): PolicyDecision {
   const kind = policy.kinds[config.kind];
   const where = kind.source === 'metadata' ? 'the workload' : 'the pod template';
+  const onConfig = config.annotationsFrom ?? `the ${config.kind}`;
   if (config.annotations[ANNOTATIONS.ignore] === 'true') {
-    return decision(false, 'ignore', `${config.kind} has ${ANNOTATIONS.ignore}: "true"`);
+    return decision(false, 'ignore', `${ANNOTATIONS.ignore}: "true" on ${onConfig}`);
   }
   if (kind.exclude.includes(config.name)) {
     return decision(false, 'exclude', `listed in ${ANNOTATIONS.exclude[config.kind]}`);
@@ -248,7 +251,7 @@ export function decide(policy: WorkloadPolicy, config: PolicyConfig, referenced:
   const needsReference = (rule: PolicyDecision['rule'], why: string): PolicyDecision =>
     referenced ? decision(true, rule, why) : decision(false, 'not-referenced', `${why}, but the pod template does not reference it`);
   if (kind.search === 'true' && config.annotations[ANNOTATIONS.match] === 'true') {
-    return needsReference('search', `${ANNOTATIONS.search}: "true" on ${where} and ${ANNOTATIONS.match}: "true" on the ${config.kind}`);
+    return needsReference('search', `${ANNOTATIONS.search}: "true" on ${where} and ${ANNOTATIONS.match}: "true" on ${onConfig}`);
   }
   const typedKey = ANNOTATIONS.typedAuto[config.kind];
   if (parseGoBool(kind.auto) === true) {
@@ -268,7 +271,7 @@ export function decide(policy: WorkloadPolicy, config: PolicyConfig, referenced:
   if (kind.hasNamed || kind.search === 'true') {
     return decision(false, 'not-matched', kind.hasNamed
       ? `no pattern in ${kind.namedAnnotation} matches`
-      : `${ANNOTATIONS.search} is on but the ${config.kind} lacks ${ANNOTATIONS.match}: "true"`);
+      : `${ANNOTATIONS.search} is on but ${onConfig} lacks ${ANNOTATIONS.match}: "true"`);
   }
   return decision(false, 'not-annotated', `mode "annotated" and ${where} has no Reloader annotation for ${config.kind}s`);
 }

@@ -99,6 +99,7 @@ describe('planWorkloads', () => {
     const [plan] = planWorkloads([deployment('web', envFromPod({ secrets: ['db'] })), sealed], ALL);
     assert.deepEqual(configsOf(plan), ['Secret/db:ignore- <SealedSecret/db']);
     assert.equal(plan?.hash, undefined);
+    assert.match(plan?.configs[0]?.decision.reason ?? '', /on the Secret template of SealedSecret db$/);
   });
 
   it("reads match from a Certificate's secretTemplate for search", () => {
