@@ -73,13 +73,22 @@ export function decodeBase64(text: string): Buffer | string {
   return Buffer.from(compact, 'base64');
 }
 
-function stringMap(m: Manifest, field: string, describe: string): [string, string][] {
+/** The type of a YAML value in words, never the value itself. */
+function describeType(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'a list';
+  if (typeof value === 'object') return 'a mapping';
+  return `a ${typeof value}`;
+}
+
+/** The string values of a map field; `what` names one value, e.g. `a base64 string`. */
+function stringMap(m: Manifest, field: string, what: string): [string, string][] {
   const value = m.object[field];
   if (value === undefined || value === null) return [];
-  if (!isRecord(value)) throw new ManifestError(m, field, `must be a mapping of ${describe}`);
+  if (!isRecord(value)) throw new ManifestError(m, field, `must be a mapping from keys to values that are each ${what}`);
   return Object.entries(value).map(([key, item]) => {
     if (typeof item !== 'string') {
-      throw new ManifestError(m, `${field}.${key}`, `must be ${describe.replace(/s$/, '')}, got ${item === null ? 'null' : Array.isArray(item) ? 'a list' : typeof item}`);
+      throw new ManifestError(m, `${field}.${key}`, `must be ${what}${what === 'a string' ? ' (quote it)' : ''}, got ${describeType(item)}`);
     }
     return [key, item];
   });
@@ -87,7 +96,7 @@ function stringMap(m: Manifest, field: string, describe: string): [string, strin
 
 function decodedBase64Map(m: Manifest, field: string): Map<string, Buffer> {
   const out = new Map<string, Buffer>();
-  for (const [key, text] of stringMap(m, field, 'base64 strings')) {
+  for (const [key, text] of stringMap(m, field, 'a base64 string')) {
     const decoded = decodeBase64(text);
     if (typeof decoded === 'string') throw new ManifestError(m, `${field}.${key}`, decoded);
     out.set(key, decoded);
@@ -110,7 +119,7 @@ function record(entries: Iterable<readonly [string, string]>): Record<string, st
  * `binaryData.<key>` for a non-string value or base64 that does not decode.
  */
 export function configMapEntry(m: Manifest): HashEntry {
-  const data = stringMap(m, 'data', 'strings');
+  const data = stringMap(m, 'data', 'a string');
   const binary = decodedBase64Map(m, 'binaryData');
   return Object.freeze({
     kind: 'ConfigMap',
@@ -128,7 +137,7 @@ export function configMapEntry(m: Manifest): HashEntry {
  */
 export function secretEntry(m: Manifest): HashEntry {
   const bytes = decodedBase64Map(m, 'data');
-  for (const [key, text] of stringMap(m, 'stringData', 'strings')) bytes.set(key, Buffer.from(text, 'utf8'));
+  for (const [key, text] of stringMap(m, 'stringData', 'a string')) bytes.set(key, Buffer.from(text, 'utf8'));
   const type = m.object['type'];
   if (type !== undefined && type !== null && typeof type !== 'string') throw new ManifestError(m, 'type', 'must be a string');
   return Object.freeze({

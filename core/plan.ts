@@ -232,7 +232,7 @@ export function planWorkloads(manifests: readonly Manifest[], options: PlanOptio
     const borrower = borrowedBy.get(`${m.namespace}/${m.group}/${m.kind}/${m.name}`);
     if (templatePath === undefined) {
       const ref = rolloutWorkloadRef(m);
-      skipped = `the pod template is borrowed from ${ref?.kind ?? 'Deployment'} ${ref?.name ?? ''} (spec.workloadRef), which is stamped instead`;
+      skipped = `spec.workloadRef: the pod template is ${ref?.kind ?? 'Deployment'} ${ref?.name ?? ''}'s, which gets the hash instead`;
     } else if (rollout && !options.includeRollouts) {
       skipped = 'include-rollouts=false: the controller restarts Rollouts';
     } else if (borrower !== undefined && !options.includeRollouts) {

@@ -225,7 +225,7 @@ describe('planWorkloads', () => {
     it('stamps the Deployment a workloadRef borrows, and reports the Rollout as skipped', () => {
       const plans = planWorkloads([borrowing, web, configMap('c')], ALL);
       assert.equal(plans[0]?.templatePath, undefined);
-      assert.match(plans[0]?.skipped ?? '', /borrowed from Deployment web \(spec\.workloadRef\)/);
+      assert.match(plans[0]?.skipped ?? '', /spec\.workloadRef: the pod template is Deployment web's, which gets the hash instead/);
       assert.equal(plans[0]?.hash, undefined);
       assert.equal(plans[1]?.skipped, undefined);
       assert.ok(plans[1]?.hash !== undefined);
