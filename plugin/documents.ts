@@ -166,7 +166,7 @@ function parseSegment(
     try {
       value = ast.toJS({ maxAliasCount: limits.maxAliasCount });
     } catch (cause) {
-      const problem = cause instanceof Error && /alias/i.test(cause.message)
+      const problem = cause instanceof Error && /excessive alias count/i.test(cause.message)
         ? `YAML aliases expand beyond the limit (maxAliasCount ${limits.maxAliasCount})`
         : `cannot read the document: ${cause instanceof Error ? safeMessage(cause.message) : 'unknown error'}`;
       throw new InvalidInputError(where, problem, { cause });
