@@ -236,3 +236,64 @@ describe('entries', () => {
     });
   }
 });
+
+describe('canonicalJson on generated values (seeded, deterministic)', () => {
+  /** mulberry32: a tiny seeded PRNG, so a failure reproduces. */
+  function prng(seed: number): () => number {
+    let a = seed;
+    return () => {
+      a = (a + 0x6d2b79f5) | 0;
+      let t = Math.imul(a ^ (a >>> 15), 1 | a);
+      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    };
+  }
+  // No all-digit pieces: JavaScript lists integer-like keys first whatever their insertion, which would
+  // make the parsed object's key order (not the canonical text) look unsorted. The table above covers them.
+  const ALPHABET = ['a', 'B', '_', 'x9', 'Z10', 'é', '\u0000', '"', '\\', '\n', '😀', '\u2028', ' ', '__proto__', 'constructor'];
+  function generate(random: () => number, depth: number): unknown {
+    const pick = Math.floor(random() * (depth > 3 ? 4 : 6));
+    const text = () => Array.from({ length: Math.floor(random() * 4) }, () => ALPHABET[Math.floor(random() * ALPHABET.length)]).join('');
+    switch (pick) {
+      case 0: return text();
+      case 1: return Math.round((random() - 0.5) * 1e6) / 100;
+      case 2: return random() < 0.5 ? null : random() < 0.5;
+      case 3: return text();
+      case 4: return Array.from({ length: Math.floor(random() * 4) }, () => generate(random, depth + 1));
+      default: {
+        const entries = Array.from({ length: Math.floor(random() * 5) }, () => [text(), generate(random, depth + 1)] as const);
+        return Object.fromEntries(entries);
+      }
+    }
+  }
+  /** The same value with every object's keys inserted in reverse order. */
+  function reversed(value: unknown): unknown {
+    if (Array.isArray(value)) return value.map(reversed);
+    if (value !== null && typeof value === 'object') {
+      return Object.fromEntries(Object.entries(value).reverse().map(([k, v]) => [k, reversed(v)]));
+    }
+    return value;
+  }
+  function keysSorted(value: unknown): boolean {
+    if (Array.isArray(value)) return value.every(keysSorted);
+    if (value !== null && typeof value === 'object') {
+      const keys = Object.keys(value);
+      return keys.every((k, i) => i === 0 || (keys[i - 1] as string) < k) && Object.values(value).every(keysSorted);
+    }
+    return true;
+  }
+
+  it('round-trips through JSON.parse, sorts keys, and ignores insertion order (500 values)', () => {
+    const random = prng(20261130);
+    for (let i = 0; i < 500; i++) {
+      const value = generate(random, 0);
+      const text = canonicalJson(value);
+      const parsed: unknown = JSON.parse(text);
+      assert.deepEqual(parsed, value, text);
+      assert.ok(keysSorted(parsed), text);
+      assert.equal(canonicalJson(reversed(value)), text);
+      assert.equal(canonicalJson(parsed), text);
+      assert.ok(!/\s/.test(text.replace(/"(?:[^"\\]|\\.)*"/g, '""')), `whitespace outside strings: ${text}`);
+    }
+  });
+});
