@@ -73,7 +73,7 @@ export async function explain(
     warnings: analysis.warnings,
   };
   const stdout = config.output === 'json' ? `${JSON.stringify(report, null, 2)}\n` : formatTable(report);
-  // The table shows the warnings itself; JSON carries them too. stderr still gets them for scripts.
+  // Warnings go to stderr (once, not repeated in the table); the JSON report carries them as data too.
   return { stdout, stderr: analysis.warnings };
 }
 
@@ -143,7 +143,6 @@ export function formatTable(report: ExplainReport): string {
     }
     lines.push(...alignRows(rows).map((row) => `  ${row}`));
   }
-  for (const warning of report.warnings) lines.push('', warning);
   return `${lines.join('\n')}\n`;
 }
 
