@@ -1,0 +1,25 @@
+# One image for the Driftless CMP sidecar (and later the controller): the Node 24
+# runtime, production dependencies only, and the pinned kustomize and helm built
+# from the Go module proxy with exactly the commands test/tools.ts runs.
+# test/tools.test.ts checks the pins and the copied paths against the repository.
+
+FROM golang:1.26 AS tools
+ENV CGO_ENABLED=0 GOBIN=/out GOFLAGS=-buildvcs=false
+# Pins: test/tools/versions.json (the same go install argv as test/tools.ts).
+RUN go install -trimpath "-ldflags=-s -w" sigs.k8s.io/kustomize/kustomize/v5@v5.8.2
+RUN go install -trimpath "-ldflags=-s -w -X helm.sh/helm/v4/internal/version.version=v4.3.2" helm.sh/helm/v4/cmd/helm@v4.3.2
+RUN /out/kustomize version && /out/helm version --short
+
+# The Node version pinned by package.json's `node` devDependency, which the tests run on.
+FROM node:24.21.0-slim
+WORKDIR /opt/driftless
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --ignore-scripts && npm cache clean --force
+COPY bin/ bin/
+COPY core/ core/
+COPY plugin/ plugin/
+COPY --from=tools /out/kustomize /out/helm /usr/local/bin/
+RUN ln -s /opt/driftless/bin/driftless.js /usr/local/bin/driftless
+# Argo CD runs CMP sidecars as UID 999. No ENTRYPOINT: the sidecar's command is
+# Argo CD's /var/run/argocd/argocd-cmp-server, which runs `driftless generate`.
+USER 999:999
