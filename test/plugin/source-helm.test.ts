@@ -1,0 +1,169 @@
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, readdir, symlink, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { describe, it } from 'node:test';
+import { parseAllDocuments } from 'yaml';
+import { RenderError, UsageError, exitCodeFor } from '../../plugin/errors.ts';
+import { renderSource, resolveSourceType } from '../../plugin/source/index.ts';
+import { helmTemplateArgs, missingDependencies } from '../../plugin/source/helm.ts';
+import { configFor, fixtureCopy, tempDir, toolEnv } from './source-support.ts';
+import type { Env } from './source-support.ts';
+
+const never = new AbortController().signal;
+
+/** Renders the chart and returns the probe ConfigMap's data (see the fixture's templates/probe.yaml). */
+async function probe(app: string, argv: readonly string[] = [], env: Env = {}): Promise<{ metadata: Record<string, string>; data: Record<string, string>; kinds: string[] }> {
+  const streams = await renderSource(configFor(app, argv, await toolEnv(env)), never);
+  assert.equal(streams.length, 1);
+  assert.equal(streams[0]?.label, '<helm template>');
+  const objects = parseAllDocuments(streams[0]?.text ?? '').map((document) => document.toJS() as Record<string, unknown>).filter((object) => object !== null);
+  const configMap = objects.find((object) => object['kind'] === 'ConfigMap') as { metadata: Record<string, string>; data: Record<string, string> };
+  return { ...configMap, kinds: objects.map((object) => String(object['kind'])) };
+}
+
+describe('helm source (real helm)', () => {
+  it('is auto-detected from Chart.yaml and renders with Argo CD\'s release name and namespace', async () => {
+    const app = await fixtureCopy('helm-chart');
+    assert.equal(await resolveSourceType(configFor(app)), 'helm');
+    const result = await probe(app, [], { ARGOCD_APP_NAME: 'team-a_shop', ARGOCD_APP_NAMESPACE: 'prod' });
+    assert.equal(result.metadata['name'], 'shop-probe');
+    assert.equal(result.metadata['namespace'], 'prod');
+    assert.equal(result.data['greeting'], 'from-values.yaml');
+    // --include-crds, as native Argo CD renders charts.
+    assert.deepEqual(result.kinds, ['CustomResourceDefinition', 'ConfigMap']);
+  });
+
+  it('passes KUBE_VERSION and KUBE_API_VERSIONS as --kube-version and --api-versions', async () => {
+    const app = await fixtureCopy('helm-chart');
+    const without = await probe(app, [], { KUBE_VERSION: '1.29.4' });
+    assert.equal(without.data['kubeVersion'], 'v1.29.4');
+    assert.equal(without.data['hasWidgets'], 'false');
+    const withApis = await probe(app, [], { KUBE_VERSION: '1.29.4', KUBE_API_VERSIONS: 'v1,example.com/v1,example.com/v1/Widget' });
+    assert.equal(withApis.data['hasWidgets'], 'true');
+  });
+
+  it('applies values files in order, then inline values, then --set and --set-string', async () => {
+    const app = await fixtureCopy('helm-chart');
+    const filesOnly = await probe(app, [], { ARGOCD_APP_PARAMETERS: JSON.stringify([{ name: 'values-files', array: ['values-prod.yaml'] }]) });
+    assert.equal(filesOnly.data['greeting'], 'from-values-prod.yaml');
+    const inline = await probe(app, [], {
+      ARGOCD_APP_PARAMETERS: JSON.stringify([
+        { name: 'values-files', array: ['values-prod.yaml'] },
+        { name: 'values', string: 'greeting: from-inline\nextra:\n  inline-key: yes\n' },
+      ]),
+    });
+    assert.equal(inline.data['greeting'], 'from-inline');
+    assert.equal(inline.data['inline-key'], 'true');
+    const set = await probe(app, [], {
+      ARGOCD_APP_PARAMETERS: JSON.stringify([
+        { name: 'values', string: 'greeting: from-inline\n' },
+        { name: 'set', map: { greeting: 'from-set', 'extra.csv': 'a,b' } },
+        { name: 'set-string', array: ['typed.port=8080'] },
+      ]),
+      ARGOCD_ENV_SET_STRING: 'ignored=because-parameters-win',
+    });
+    assert.equal(set.data['greeting'], 'from-set');
+    // A map value is literal: its comma did not split it into two --set items.
+    assert.equal(set.data['csv'], 'a,b');
+    assert.equal(set.data['typed-port'], 'string');
+    assert.equal(set.data['ignored'], undefined);
+  });
+
+  it('passes user strings literally: nothing reaches a shell', async () => {
+    const app = await fixtureCopy('helm-chart');
+    const marker = path.join(await tempDir(), 'pwned');
+    const hostile = `$(touch ${marker}); touch ${marker} \`touch ${marker}\``;
+    const result = await probe(app, [], {
+      ARGOCD_APP_PARAMETERS: JSON.stringify([{ name: 'set', map: { note: hostile } }]),
+    });
+    assert.equal(result.data['note'], hostile);
+    assert.ok(!existsSync(marker));
+  });
+
+  it('runs `helm dependency build` for a declared dependency missing from charts/, and not when it is vendored', async () => {
+    const app = await fixtureCopy('helm-dependency');
+    assert.deepEqual(await missingDependencies(app), ['subchart']);
+    const env = await toolEnv();
+    const streams = await renderSource(configFor(app, [], env), never);
+    assert.match(streams[0]?.text ?? '', /name: from-subchart/);
+    assert.deepEqual(await readdir(path.join(app, 'charts')), ['subchart-0.2.0.tgz']);
+    assert.deepEqual(await missingDependencies(app), []);
+    // Vendored now: the second render must not need the dependency's source any more.
+    const chart = await readFile(path.join(app, 'Chart.yaml'), 'utf8');
+    await writeFile(path.join(app, 'Chart.yaml'), chart.replace('file://./subchart', 'file://./nowhere'));
+    const again = await renderSource(configFor(app, [], env), never);
+    assert.match(again[0]?.text ?? '', /name: from-subchart/);
+  });
+
+  it('fails with helm\'s own message when a template fails', async () => {
+    const app = await fixtureCopy('helm-chart');
+    await assert.rejects(renderSource(configFor(app, ['--set', 'fail=the probe was told to fail'], await toolEnv()), never), (error: unknown) => {
+      assert.ok(error instanceof RenderError);
+      assert.equal(exitCodeFor(error), 3);
+      assert.match(error.message, /^helm template failed with exit code 1\n/);
+      assert.match(error.stderrTail, /the probe was told to fail/);
+      return true;
+    });
+  });
+
+  it('refuses a values file that does not exist or escapes the repository through a symlink', async () => {
+    const app = await fixtureCopy('helm-chart');
+    await assert.rejects(renderSource(configFor(app, ['--values-files', 'values-missing.yaml'], await toolEnv()), never), (error: unknown) => {
+      assert.ok(error instanceof UsageError);
+      assert.match(error.message, /values file "values-missing.yaml" in parameter values-files \(from flag --values-files\) does not exist/);
+      return true;
+    });
+    const outside = await tempDir();
+    await writeFile(path.join(outside, 'stolen.yaml'), 'greeting: stolen\n');
+    await symlink(path.join(outside, 'stolen.yaml'), path.join(app, 'values-link.yaml'));
+    await assert.rejects(renderSource(configFor(app, ['--values-files', 'values-link.yaml'], await toolEnv()), never), (error: unknown) => {
+      assert.ok(error instanceof UsageError);
+      assert.match(error.message, /values file "values-link.yaml" .* is a symlink to outside the repository/);
+      return true;
+    });
+  });
+
+  it('builds the argv Argo CD would, every value in --flag=value form', () => {
+    const config = configFor('/repo/app', [], {
+      ARGOCD_APP_NAME: 'argocd_web',
+      ARGOCD_APP_NAMESPACE: 'prod',
+      KUBE_VERSION: '1.31.0',
+      KUBE_API_VERSIONS: 'v1,apps/v1',
+      ARGOCD_APP_PARAMETERS: JSON.stringify([
+        { name: 'values-files', array: ['values.yaml'] },
+        { name: 'values', string: 'a: 1' },
+        { name: 'set', array: ['b=2'] },
+        { name: 'set-string', map: { c: '3' } },
+      ]),
+    });
+    assert.deepEqual(helmTemplateArgs(config), [
+      'template',
+      'web',
+      '.',
+      '--include-crds',
+      '--namespace=prod',
+      '--kube-version=1.31.0',
+      '--api-versions=v1',
+      '--api-versions=apps/v1',
+      '--values=/repo/app/values.yaml',
+      '--values=-',
+      '--set=b=2',
+      '--set-string=c=3',
+    ]);
+    assert.deepEqual(helmTemplateArgs(configFor('/repo/app')), ['template', 'release-name', '.', '--include-crds']);
+  });
+
+  it('finds dependencies declared in a v1 chart\'s requirements.yaml, and vendored ones as directories', async () => {
+    const app = await tempDir();
+    await writeFile(path.join(app, 'Chart.yaml'), 'apiVersion: v1\nname: old\nversion: 1.0.0\n');
+    await writeFile(path.join(app, 'requirements.yaml'), 'dependencies:\n  - name: redis\n    version: 1.2.3\n  - name: redis-ha\n    version: 2.0.0\n');
+    assert.deepEqual(await missingDependencies(app), ['redis', 'redis-ha']);
+    await mkdir(path.join(app, 'charts', 'redis'), { recursive: true });
+    // `redis-ha-2.0.0.tgz` must not count as `redis`, and vice versa.
+    await writeFile(path.join(app, 'charts', 'redis-ha-2.0.0.tgz'), '');
+    assert.deepEqual(await missingDependencies(app), []);
+    await writeFile(path.join(app, 'Chart.yaml'), 'apiVersion: v2\nname: x\nversion: 1.0.0\ndependencies:\n  - name: other\n');
+    assert.deepEqual(await missingDependencies(app), ['other']);
+  });
+});
