@@ -62,6 +62,7 @@ export function runProcess(options: RunOptions): Promise<string> {
     const stdout: Buffer[] = [];
     let stdoutBytes = 0;
     let stderrTail = Buffer.alloc(0);
+    let stderrTruncated = false;
     let failure: Error | undefined;
     let killTimer: NodeJS.Timeout | undefined;
 
@@ -87,7 +88,10 @@ export function runProcess(options: RunOptions): Promise<string> {
     });
     (child.stderr as NodeJS.ReadableStream).on('data', (chunk: Buffer) => {
       stderrTail = Buffer.concat([stderrTail, chunk]);
-      if (stderrTail.length > STDERR_TAIL_BYTES * 2) stderrTail = stderrTail.subarray(-STDERR_TAIL_BYTES);
+      if (stderrTail.length > STDERR_TAIL_BYTES * 2) {
+        stderrTail = stderrTail.subarray(-STDERR_TAIL_BYTES);
+        stderrTruncated = true;
+      }
     });
     if (options.stdin !== undefined && child.stdin !== null) {
       // EPIPE when the child exits without reading stdin is not our error; its exit status is.
@@ -120,7 +124,7 @@ export function runProcess(options: RunOptions): Promise<string> {
         return;
       }
       const status = code === null ? `was killed by ${exitSignal}` : `failed with exit code ${code}`;
-      reject(new RenderError(`${options.display} ${status}`, tailText(stderrTail)));
+      reject(new RenderError(`${options.display} ${status}`, tailText(stderrTail, stderrTruncated)));
     });
   });
 }
@@ -140,10 +144,11 @@ function signalGroup(pid: number | undefined, name: NodeJS.Signals): void {
 }
 
 /** The last lines of stderr, trimmed, valid UTF-8 (a cut multi-byte character is dropped). */
-function tailText(bytes: Buffer): string {
-  const tail = bytes.length > STDERR_TAIL_BYTES ? bytes.subarray(-STDERR_TAIL_BYTES) : bytes;
-  let text = tail.toString('utf8').replace(/^\uFFFD+/, '');
-  if (bytes.length > STDERR_TAIL_BYTES) text = `…${text.slice(text.indexOf('\n') + 1)}`;
+function tailText(bytes: Buffer, truncated: boolean): string {
+  const cut = truncated || bytes.length > STDERR_TAIL_BYTES;
+  let text = (cut ? bytes.subarray(-STDERR_TAIL_BYTES) : bytes).toString('utf8');
+  // Start at a whole line, marked as cut.
+  if (cut) text = `…${text.slice(text.indexOf('\n') + 1)}`;
   return text.trim();
 }
 
