@@ -30,12 +30,12 @@ export interface DirectoryOptions {
   readonly exclude: string;
 }
 
-/** Helm-source options. Every string here is already validated: none can be taken for a flag by helm. */
+/** Helm-source options, as given; source/helm.ts validates them before helm runs. */
 export interface HelmOptions {
   readonly releaseName: string;
   /** `''` = let helm use its default. */
   readonly namespace: string;
-  /** Absolute paths, inside `repoRoot` (lexically; symlinks are checked when rendering). */
+  /** As given: relative to the app dir, or with a leading `/` relative to `repoRoot` (as in Argo CD). */
   readonly valuesFiles: readonly string[];
   /** Inline values YAML, `''` for none. */
   readonly values: string;
@@ -169,27 +169,15 @@ export function parseConfig(argv: readonly string[], env: Env, cwd: string): Plu
     exclude: read('exclude', asString, ''),
   };
 
-  const defaultRelease = releaseNameFromAppName(appName);
-  const releaseName = read('release-name', asString, defaultRelease);
+  // Helm options are only checked when helm renders (source/helm.ts): a long
+  // Application name or an odd KUBE_VERSION must not break a Kustomize app.
+  const releaseName = read('release-name', asString, releaseNameFromAppName(appName));
   if (provenance['release-name'] === 'default' && appName !== '') provenance['release-name'] = 'ARGOCD_APP_NAME';
-  checkPattern(releaseName, RELEASE_NAME, 'release-name', provenance['release-name'] ?? 'default',
-    'a Helm release name: lower-case letters, digits, "-" and ".", starting and ending with a letter or digit, at most 53 characters', 53);
   const namespace = read('namespace', asString, destinationNamespace);
   if (provenance['namespace'] === 'default' && destinationNamespace !== '') provenance['namespace'] = 'ARGOCD_APP_NAMESPACE';
-  if (namespace !== '') {
-    checkPattern(namespace, DNS_LABEL, 'namespace', provenance['namespace'] ?? 'default',
-      'a namespace name: lower-case letters, digits and "-", starting and ending with a letter or digit, at most 63 characters', 63);
-  }
-  const valuesFiles = read('values-files', asList, []).map((file) =>
-    resolveValuesFile(file, appDir, repoRoot, provenance['values-files'] ?? 'default'));
+  const valuesFiles = read('values-files', asList, []);
   const kubeVersion = read('kube-version', asString, '');
-  if (kubeVersion !== '') {
-    checkPattern(kubeVersion, KUBE_VERSION, 'kube-version', provenance['kube-version'] ?? 'default', 'a Kubernetes version such as 1.31.0 or v1.31.0', 64);
-  }
   const apiVersions = read('api-versions', asList, []);
-  for (const apiVersion of apiVersions) {
-    checkPattern(apiVersion, API_VERSION, 'api-versions', provenance['api-versions'] ?? 'default', 'group/version or group/version/Kind items', 512);
-  }
   const helm: HelmOptions = {
     releaseName,
     namespace,
@@ -476,21 +464,6 @@ function escapeSetValue(value: string): string {
   return value.replace(/(?<!\\),/g, '\\,');
 }
 
-// ---------------------------------------------------------------------------
-// validation of values that end up in a renderer's argv
-
-/** Helm's own release-name rule. */
-const RELEASE_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-const KUBE_VERSION = /^v?\d+\.\d+(\.\d+)?([-+][0-9A-Za-z.+-]*)?$/;
-const API_VERSION = /^[A-Za-z0-9][A-Za-z0-9.-]*(\/[A-Za-z0-9][A-Za-z0-9.-]*){0,2}$/;
-
-function checkPattern(value: string, pattern: RegExp, name: string, from: Provenance, expected: string, maxLength: number): void {
-  if (value.length > maxLength || !pattern.test(value)) {
-    throw new UsageError(`invalid value ${JSON.stringify(value.slice(0, 100))} for parameter ${name} (from ${from}): expected ${expected}`);
-  }
-}
-
 /** Argo CD's `<namespace>_<name>` instance name → the Application name; helm's own default otherwise. */
 function releaseNameFromAppName(appName: string): string {
   if (appName === '') return 'release-name';
@@ -503,23 +476,6 @@ function findRepoRoot(appDir: string, sourcePath: string): string {
   if (relative === '' || relative === '.' || relative.startsWith('..')) return appDir;
   const suffix = path.sep + relative;
   return appDir.endsWith(suffix) ? appDir.slice(0, -suffix.length) || path.sep : appDir;
-}
-
-/**
- * Resolves a values file like Argo CD: relative to the app dir, a leading `/`
- * relative to the repository root; the result must stay inside the repository.
- * URLs are refused: fetching at render time would make the output depend on
- * something outside the commit that Argo CD caches by.
- */
-function resolveValuesFile(file: string, appDir: string, repoRoot: string, from: Provenance): string {
-  if (/^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(file)) {
-    throw new UsageError(`values file ${JSON.stringify(file)} in parameter values-files (from ${from}) is a URL; only files in the repository are allowed`);
-  }
-  const resolved = path.isAbsolute(file) ? path.join(repoRoot, file) : path.resolve(appDir, file);
-  if (!isInside(resolved, repoRoot)) {
-    throw new UsageError(`values file ${JSON.stringify(file)} in parameter values-files (from ${from}) is outside the repository (${repoRoot})`);
-  }
-  return resolved;
 }
 
 /** True when `child` is `parent` or below it (both absolute). */

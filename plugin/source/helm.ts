@@ -15,14 +15,31 @@ import type { RenderedStream } from './types.ts';
 
 export const HELM_LABEL = '<helm template>';
 
-/** The argv after `helm` for `helm template`. Exported for tests. */
+/**
+ * The argv after `helm` for `helm template`, after checking every option
+ * (UsageError naming the parameter and where it came from). Exported for tests.
+ */
 export function helmTemplateArgs(config: PluginConfig): string[] {
   const { helm } = config;
+  const from = (name: string): string => config.provenance[name] ?? 'default';
+  checkPattern(helm.releaseName, RELEASE_NAME, 'release-name', from('release-name'), 53,
+    'a Helm release name: lower-case letters, digits, "-" and ".", starting and ending with a letter or digit, at most 53 characters');
+  if (helm.namespace !== '') {
+    checkPattern(helm.namespace, DNS_LABEL, 'namespace', from('namespace'), 63,
+      'a namespace name: lower-case letters, digits and "-", starting and ending with a letter or digit, at most 63 characters');
+  }
+  if (helm.kubeVersion !== '') {
+    checkPattern(helm.kubeVersion, KUBE_VERSION, 'kube-version', from('kube-version'), 64, 'a Kubernetes version such as 1.31.0 or v1.31.0');
+  }
+  for (const apiVersion of helm.apiVersions) {
+    checkPattern(apiVersion, API_VERSION, 'api-versions', from('api-versions'), 512, 'group/version or group/version/Kind items');
+  }
+
   const args = ['template', helm.releaseName, '.', '--include-crds'];
   if (helm.namespace !== '') args.push(`--namespace=${helm.namespace}`);
   if (helm.kubeVersion !== '') args.push(`--kube-version=${helm.kubeVersion}`);
   for (const apiVersion of helm.apiVersions) args.push(`--api-versions=${apiVersion}`);
-  for (const file of helm.valuesFiles) args.push(`--values=${file}`);
+  for (const file of resolveValuesFiles(config)) args.push(`--values=${file}`);
   // Inline values come last among values, as in Argo CD, and arrive on stdin: no temp file to clean up.
   if (helm.values !== '') args.push('--values=-');
   for (const expression of helm.set) args.push(`--set=${expression}`);
@@ -32,6 +49,7 @@ export function helmTemplateArgs(config: PluginConfig): string[] {
 
 /** Renders the chart in the app directory. */
 export async function renderHelm(config: PluginConfig, signal: AbortSignal): Promise<RenderedStream[]> {
+  const templateArgs = helmTemplateArgs(config);
   await checkValuesFiles(config);
   const common = {
     tool: 'helm',
@@ -47,23 +65,54 @@ export async function renderHelm(config: PluginConfig, signal: AbortSignal): Pro
   }
   const text = await runProcess({
     ...common,
-    args: helmTemplateArgs(config),
+    args: templateArgs,
     display: 'helm template',
     ...(config.helm.values === '' ? {} : { stdin: config.helm.values }),
   });
   return [{ label: HELM_LABEL, text }];
 }
 
+/** Helm's own release-name rule; the others are Kubernetes' name and version shapes. */
+const RELEASE_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const KUBE_VERSION = /^v?\d+\.\d+(\.\d+)?([-+][0-9A-Za-z.+-]*)?$/;
+const API_VERSION = /^[A-Za-z0-9][A-Za-z0-9.-]*(\/[A-Za-z0-9][A-Za-z0-9.-]*){0,2}$/;
+
+/** None of these may start with `-`, so helm can never read one as a flag. */
+function checkPattern(value: string, pattern: RegExp, name: string, from: string, maxLength: number, expected: string): void {
+  if (value.length > maxLength || !pattern.test(value)) {
+    throw new UsageError(`invalid value ${JSON.stringify(value.slice(0, 100))} for parameter ${name} (from ${from}): expected ${expected}`);
+  }
+}
+
 /**
- * The values files must exist and, after following symlinks, stay inside the
- * repository (the config already checked the paths as written).
+ * Resolves the values files like Argo CD: relative to the app dir, a leading
+ * `/` relative to the repository root; each must stay inside the repository.
+ * URLs are refused: fetching at render time would make the output depend on
+ * something outside the commit that Argo CD caches by.
  */
+function resolveValuesFiles(config: PluginConfig): string[] {
+  const from = config.provenance['values-files'] ?? 'default';
+  return config.helm.valuesFiles.map((file) => {
+    if (/^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(file)) {
+      throw new UsageError(`values file ${JSON.stringify(file)} in parameter values-files (from ${from}) is a URL; only files in the repository are allowed`);
+    }
+    const resolved = path.isAbsolute(file) ? path.join(config.repoRoot, file) : path.resolve(config.appDir, file);
+    if (!isInside(resolved, config.repoRoot)) {
+      throw new UsageError(`values file ${JSON.stringify(file)} in parameter values-files (from ${from}) is outside the repository (${config.repoRoot})`);
+    }
+    return resolved;
+  });
+}
+
+/** The values files must exist and, after following symlinks, stay inside the repository. */
 async function checkValuesFiles(config: PluginConfig): Promise<void> {
   if (config.helm.valuesFiles.length === 0) return;
   const root = await realpath(config.repoRoot);
   const from = config.provenance['values-files'] ?? 'default';
-  for (const file of config.helm.valuesFiles) {
-    const shown = JSON.stringify(path.relative(config.appDir, file) || file);
+  const files = resolveValuesFiles(config);
+  for (const [index, file] of files.entries()) {
+    const shown = JSON.stringify(config.helm.valuesFiles[index]);
     let real: string;
     try {
       real = await realpath(file);

@@ -150,7 +150,7 @@ describe('parseConfig: commands and arguments', () => {
 
   it('collects repeatable flags in order without splitting on commas', () => {
     const config = parse(['generate', '--values-files', 'a,b.yaml', '--values-files=c.yaml', '--set', 'x=1,y=2', '--set-string', 's=1']);
-    assert.deepEqual(config.helm.valuesFiles, ['/repo/apps/web/a,b.yaml', '/repo/apps/web/c.yaml']);
+    assert.deepEqual(config.helm.valuesFiles, ['a,b.yaml', 'c.yaml']);
     assert.deepEqual(config.helm.set, ['x=1,y=2']);
     assert.deepEqual(config.helm.setString, ['s=1']);
   });
@@ -226,7 +226,7 @@ describe('parseConfig: parameter shapes from ARGOCD_APP_PARAMETERS', () => {
       ]),
     });
     assert.equal(config.sourceType, 'helm');
-    assert.deepEqual(config.helm.valuesFiles, ['/repo/apps/web/values.yaml', '/repo/apps/web/values-prod.yaml']);
+    assert.deepEqual(config.helm.valuesFiles, ['values.yaml', 'values-prod.yaml']);
     // Map keys sorted; a map value is literal, so its commas are escaped, except in a {list} or when already escaped.
     assert.deepEqual(config.helm.set, ['a.list={x,y}', 'b.csv=one\\,two\\,three', 'image.tag=v1.2.3']);
     assert.deepEqual(config.helm.setString, ['ports[0]=8080']);
@@ -275,20 +275,10 @@ describe('parseConfig: validation', () => {
     rejects(['generate'], { ARGOCD_APP_PARAMETERS: params([{ name: 'set-string', array: ['=x'] }]) }, 'set-string', 'ARGOCD_APP_PARAMETERS');
   });
 
-  it('rejects release names, namespaces, kube versions and API versions helm could misread', () => {
-    rejects(['generate', '--release-name=--post-renderer=/bin/sh'], {}, 'release-name', 'flag --release-name');
-    rejects(['generate'], { ARGOCD_APP_PARAMETERS: params([{ name: 'release-name', string: '-x' }]) }, '"-x"', 'ARGOCD_APP_PARAMETERS (release-name)');
-    rejects(['generate'], { ARGOCD_APP_NAME: 'argocd_My_App' }, '"My_App"', 'release-name', 'ARGOCD_APP_NAME');
-    rejects(['generate', `--release-name=${'a'.repeat(54)}`], {}, 'at most 53');
-    rejects(['generate'], { ARGOCD_APP_NAMESPACE: 'Prod Env' }, '"Prod Env"', 'namespace', 'ARGOCD_APP_NAMESPACE');
-    rejects(['generate'], { KUBE_VERSION: '--debug' }, 'kube-version', 'KUBE_VERSION');
-    rejects(['generate'], { KUBE_API_VERSIONS: 'v1,--set=x=y' }, '"--set=x=y"', 'api-versions', 'KUBE_API_VERSIONS');
-  });
-
-  it('keeps values files inside the repository and refuses URLs', () => {
-    rejects(['generate', '--values-files', '../../../etc/passwd'], {}, 'values file "../../../etc/passwd"', 'flag --values-files', 'outside the repository');
-    rejects(['generate'], { ARGOCD_APP_PARAMETERS: params([{ name: 'values-files', array: ['https://example.com/v.yaml'] }]) }, 'is a URL', 'ARGOCD_APP_PARAMETERS');
-    rejects(['generate', '--values-files', '/../outside.yaml'], {}, 'outside the repository');
+  it('leaves helm-only options to the helm source, so they cannot break another kind of app', () => {
+    const config = parse(['generate'], { ARGOCD_APP_NAME: `argocd_${'long-name-'.repeat(8)}`, KUBE_VERSION: 'v1.31.0+k3s.weird build', ARGOCD_APP_NAMESPACE: 'Odd_NS' });
+    assert.equal(config.helm.releaseName, 'long-name-'.repeat(8));
+    assert.equal(config.helm.kubeVersion, 'v1.31.0+k3s.weird build');
   });
 });
 
@@ -329,17 +319,16 @@ describe('parseConfig: Argo CD build environment', () => {
     assert.equal(parse(['generate', '--timeout', '1m30s'], { ARGOCD_EXEC_TIMEOUT: '2m' }).timeoutMs, 90_000);
   });
 
-  it('finds the repository root from ARGOCD_APP_SOURCE_PATH, for values files outside the app dir', () => {
-    const config = parse(['generate', '--values-files', '../shared/values.yaml', '--values-files', '/envs/prod.yaml'], {
-      ARGOCD_APP_SOURCE_PATH: 'apps/web',
-    });
-    assert.equal(config.repoRoot, '/repo');
-    assert.deepEqual(config.helm.valuesFiles, ['/repo/apps/shared/values.yaml', '/repo/envs/prod.yaml']);
-    // Without it the app dir is the boundary.
-    rejects(['generate', '--values-files', '../shared/values.yaml'], {}, 'outside the repository');
-    // A source path that does not match the app dir's tail is ignored.
+  it('finds the repository root from ARGOCD_APP_SOURCE_PATH (Argo CD unpacks the whole repository above the app)', () => {
+    assert.equal(parse(['generate'], { ARGOCD_APP_SOURCE_PATH: 'apps/web' }).repoRoot, '/repo');
+    assert.equal(parse(['generate'], { ARGOCD_APP_SOURCE_PATH: './apps/web/' }).repoRoot, '/repo');
+    assert.equal(parse(['generate'], { ARGOCD_APP_SOURCE_PATH: 'web' }).repoRoot, '/repo/apps');
+    // Without it, or when it does not match the app dir's tail, the app dir is the boundary.
+    assert.equal(parse(['generate']).repoRoot, CWD);
     assert.equal(parse(['generate'], { ARGOCD_APP_SOURCE_PATH: 'apps/api' }).repoRoot, CWD);
+    assert.equal(parse(['generate'], { ARGOCD_APP_SOURCE_PATH: 'eb' }).repoRoot, CWD);
     assert.equal(parse(['generate'], { ARGOCD_APP_SOURCE_PATH: '.' }).repoRoot, CWD);
+    assert.equal(parse(['generate'], { ARGOCD_APP_SOURCE_PATH: '../x' }).repoRoot, CWD);
   });
 
   it('resolves hash-key-file against the working directory', () => {

@@ -7,7 +7,7 @@ import { parseAllDocuments } from 'yaml';
 import { RenderError, UsageError, exitCodeFor } from '../../plugin/errors.ts';
 import { renderSource, resolveSourceType } from '../../plugin/source/index.ts';
 import { helmTemplateArgs, missingDependencies } from '../../plugin/source/helm.ts';
-import { configFor, fixtureCopy, tempDir, toolEnv } from './source-support.ts';
+import { configFor, fakeTool, fixtureCopy, tempDir, toolEnv } from './source-support.ts';
 import type { Env } from './source-support.ts';
 
 const never = new AbortController().signal;
@@ -165,5 +165,44 @@ describe('helm source (real helm)', () => {
     assert.deepEqual(await missingDependencies(app), []);
     await writeFile(path.join(app, 'Chart.yaml'), 'apiVersion: v2\nname: x\nversion: 1.0.0\ndependencies:\n  - name: other\n');
     assert.deepEqual(await missingDependencies(app), ['other']);
+  });
+
+  it('rejects release names, namespaces, kube versions and API versions helm could misread, before helm runs', async () => {
+    const app = await fixtureCopy('helm-chart');
+    const cases: [readonly string[], Env, RegExp][] = [
+      [['--release-name=--post-renderer=/bin/sh'], {}, /invalid value "--post-renderer=\/bin\/sh" for parameter release-name \(from flag --release-name\)/],
+      [[], { ARGOCD_APP_PARAMETERS: JSON.stringify([{ name: 'release-name', string: '-x' }]) }, /"-x" for parameter release-name \(from ARGOCD_APP_PARAMETERS \(release-name\)\)/],
+      [[], { ARGOCD_APP_NAME: 'argocd_My_App' }, /"My_App" for parameter release-name \(from ARGOCD_APP_NAME\)/],
+      [[`--release-name=${'a'.repeat(54)}`], {}, /at most 53 characters/],
+      [[], { ARGOCD_APP_NAMESPACE: 'Prod Env' }, /"Prod Env" for parameter namespace \(from ARGOCD_APP_NAMESPACE\)/],
+      [[], { KUBE_VERSION: '--debug' }, /"--debug" for parameter kube-version \(from KUBE_VERSION\)/],
+      [[], { KUBE_API_VERSIONS: 'v1,--set=x=y' }, /"--set=x=y" for parameter api-versions \(from KUBE_API_VERSIONS\)/],
+    ];
+    for (const [argv, env, message] of cases) {
+      // A helm that would record being run proves the check comes first.
+      const marker = path.join(await tempDir(), 'ran');
+      const helm = await fakeTool(await tempDir(), 'helm', `touch ${marker}`);
+      await assert.rejects(renderSource(configFor(app, argv, { ...env, DRIFTLESS_HELM: helm }), never), (error: unknown) => {
+        assert.ok(error instanceof UsageError, String(error));
+        assert.match(error.message, message);
+        return true;
+      });
+      assert.ok(!existsSync(marker), message.source);
+    }
+  });
+
+  it('resolves values files like Argo CD (relative to the app, "/" = repository root) and keeps them inside the repository', async () => {
+    const env = { ARGOCD_APP_SOURCE_PATH: 'apps/web' };
+    const config = configFor('/repo/apps/web', ['--values-files', '../shared/values.yaml', '--values-files', '/envs/prod.yaml'], env);
+    assert.deepEqual(helmTemplateArgs(config).filter((arg) => arg.startsWith('--values')), ['--values=/repo/apps/shared/values.yaml', '--values=/repo/envs/prod.yaml']);
+    const refused: [readonly string[], Env, RegExp][] = [
+      [['--values-files', '../../../etc/passwd'], env, /values file "..\/..\/..\/etc\/passwd" in parameter values-files \(from flag --values-files\) is outside the repository/],
+      [['--values-files', '../shared/values.yaml'], {}, /outside the repository/],
+      [['--values-files', '/../outside.yaml'], env, /outside the repository/],
+      [[], { ARGOCD_APP_PARAMETERS: JSON.stringify([{ name: 'values-files', array: ['https://example.com/v.yaml'] }]) }, /"https:\/\/example.com\/v.yaml" in parameter values-files \(from ARGOCD_APP_PARAMETERS \(values-files\)\) is a URL/],
+    ];
+    for (const [argv, extra, message] of refused) {
+      assert.throws(() => helmTemplateArgs(configFor('/repo/apps/web', argv, extra)), (error: unknown) => error instanceof UsageError && message.test(error.message));
+    }
   });
 });
