@@ -171,6 +171,19 @@ describe('manifests/plugin component on an Argo CD install', () => {
     assert.equal(posix.basename(keyFile), 'key');
   });
 
+  it('gives the plugin a time budget below the repo-server\'s 60 s default deadline', () => {
+    const budget = /^(\d+)s$/.exec(env('DRIFTLESS_TIMEOUT'));
+    assert.ok(budget, 'a whole number of seconds');
+    assert.ok(Number(budget[1]) < 60);
+  });
+
+  it('sets only DRIFTLESS_* variables that the plugin reads', () => {
+    const read = new Set(PARAMETERS.flatMap((p) => p.env));
+    const set = (sidecar()['env'] as Json[]).map((e) => e['name'] as string).filter((n) => n.startsWith('DRIFTLESS_'));
+    assert.ok(set.length >= 2);
+    for (const name of set) assert.ok(read.has(name), `${name} is read by plugin/parameters.ts`);
+  });
+
   it('mounts only volumes that exist in the pod', () => {
     const names = new Set((podSpec()['volumes'] as Json[]).map((v) => v['name']));
     for (const m of sidecar()['volumeMounts'] as Json[]) assert.ok(names.has(m['name']), `volume ${m['name']} exists`);
