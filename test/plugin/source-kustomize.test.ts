@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
-import { writeFile } from 'node:fs/promises';
+import { cp, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { RenderError, exitCodeFor } from '../../plugin/errors.ts';
 import { renderSource, resolveSourceType } from '../../plugin/source/index.ts';
 import { kustomizeArgs } from '../../plugin/source/kustomize.ts';
-import { configFor, fixtureCopy, toolEnv } from './source-support.ts';
+import { configFor, fixtureCopy, tempDir, toolEnv } from './source-support.ts';
 
 const never = new AbortController().signal;
 
@@ -54,5 +54,15 @@ describe('kustomize source (real kustomize)', () => {
       '--enable-helm',
       '--helm-command=/opt/helm',
     ]);
+  });
+
+  it('inflates a kustomization\'s helmCharts with our helm only under kustomize-enable-helm', async () => {
+    const app = await tempDir();
+    await cp(await fixtureCopy('helm-chart'), path.join(app, 'charts', 'probe'), { recursive: true });
+    await writeFile(path.join(app, 'kustomization.yaml'), 'helmCharts:\n  - name: probe\n    releaseName: inflated\n    namespace: demo\n');
+    const env = await toolEnv();
+    await assert.rejects(renderSource(configFor(app, [], env), never), (error: unknown) => error instanceof RenderError && /enable-helm/.test(error.stderrTail));
+    const streams = await renderSource(configFor(app, [], { ...env, ARGOCD_ENV_KUSTOMIZE_ENABLE_HELM: 'true' }), never);
+    assert.match(streams[0]?.text ?? '', /name: inflated-probe\n {2}namespace: demo\n/);
   });
 });
