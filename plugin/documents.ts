@@ -193,9 +193,34 @@ function lineCounterFor(text: string): LineCounter {
   return counter;
 }
 
-/** yaml's messages are short; keep the first line and bound it so no input can flood stderr. */
+/**
+ * yaml's messages without the input bytes some of them quote (a tag, an
+ * escape, a token's source, which can be a Secret's value), on one line, bounded.
+ */
+const REDACTIONS: readonly (readonly [RegExp, string])[] = [
+  [/^(Plain value cannot start with) .*$/s, '$1 this character'],
+  [/^(Unknown directive|Unsupported YAML version) .*$/s, '$1'],
+  [/^(Could not resolve tag|Not a valid tag|Unresolved tag):? .*$/s, '$1'],
+  [/^The .* tag has no suffix$/s, 'A tag has no suffix'],
+  [/^Verbatim tags aren't resolved.*$/s, "Verbatim tags aren't resolved"],
+  [/^(Block scalar header includes extra characters):? .*$/s, '$1'],
+  [/^(Invalid escape sequence) .*$/s, '$1'],
+  [/^(Anchors and tags must be after the) .* (indicator)$/s, '$1 $2'],
+  [/^Unexpected (?!, in )(?:.*) in ([a-z ]+)$/s, 'Unexpected token in $1'],
+  // Parser error tokens: `<message>: "<the token's source>"`.
+  [/^([^"]*?): ".*"$/s, '$1'],
+  [/^Unresolved alias.*$/s, 'an alias refers to an anchor that is not defined before it'],
+];
+
 function safeMessage(message: string): string {
-  const first = message.split('\n', 1)[0] ?? '';
+  let out = message;
+  for (const [pattern, replacement] of REDACTIONS) {
+    if (pattern.test(out)) {
+      out = out.replace(pattern, replacement);
+      break;
+    }
+  }
+  const first = out.split('\n', 1)[0] ?? '';
   return first.length > 200 ? `${first.slice(0, 200)}…` : first;
 }
 

@@ -215,6 +215,12 @@ describe('errors: a Secret value never appears in any output', () => {
     ['an unknown alias', `data:\n  password: *${VALUE}\n`],
     ['a tab indentation', `data:\n\tpassword: ${VALUE}\n`],
     ['a bad flow mapping', `data: {password: ${VALUE}, : }\n  x\n`],
+    ['a value after a quoted value', `data:\n  password: "x" ${VALUE}\n`],
+    ['a tag made of the value', `data:\n  password: !<${VALUE}> x\n  other: !${VALUE} {}\n`],
+    ['a block scalar header with extra characters', `data:\n  password: |${VALUE}\n    x\n`],
+    ['a stray token in a flow collection', `data: [${VALUE} ]] }\n`],
+    ['an error token holding the value', `data:\n  password: x\n - ${VALUE}\n`],
+    ['a sequence on the line of a key', `data:\n  password: - ${VALUE}\n`],
   ];
   for (const [name, data] of failing) {
     it(`fails cleanly on ${name}`, async () => {
