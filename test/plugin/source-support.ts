@@ -12,10 +12,14 @@ export type Env = Record<string, string | undefined>;
 
 const FIXTURES = path.join(import.meta.dirname, '..', 'fixtures', 'sources');
 
+const created: string[] = [];
+// Registered once, at import, on the file's root: a hook registered from inside a running test is not reliably run.
+after(() => Promise.all(created.map((dir) => rm(dir, { recursive: true, force: true }))));
+
 /** A fresh temp dir, removed when the test file ends. */
 export async function tempDir(): Promise<string> {
   const dir = await mkdtemp(path.join(tmpdir(), 'driftless-source-'));
-  after(() => rm(dir, { recursive: true, force: true }));
+  created.push(dir);
   return dir;
 }
 
