@@ -6,7 +6,8 @@
  * Order is a depth-first walk with entries sorted by name, as Go's
  * `filepath.Walk`, so the output is the same on every machine.
  */
-import { lstat, readFile, readdir, realpath, stat } from 'node:fs/promises';
+import type { Dirent } from 'node:fs';
+import { readFile, readdir, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { isInside } from '../config.ts';
 import type { PluginConfig } from '../config.ts';
@@ -52,41 +53,43 @@ export async function listManifestFiles(config: PluginConfig): Promise<ManifestF
   const { recurse, include, exclude } = config.directory;
   const found: ManifestFile[] = [];
 
-  const walk = async (dir: string): Promise<void> => {
-    let names: string[];
+  const walk = async (dir: string, realRoot: string): Promise<void> => {
+    let entries: Dirent[];
     try {
-      names = (await readdir(dir)).sort(compareNames);
+      entries = (await readdir(dir, { withFileTypes: true })).sort((a, b) => compareNames(a.name, b.name));
     } catch (error) {
       throw new RenderError(`cannot list ${relativeLabel(appDir, dir) || '.'}: ${(error as Error).message}`, '', { cause: error });
     }
-    for (const name of names) {
-      const absolute = path.join(dir, name);
-      const label = relativeLabel(appDir, absolute);
-      const info = await lstat(absolute);
-      if (info.isDirectory()) {
-        if (recurse) await walk(absolute);
+    for (const entry of entries) {
+      const absolute = path.join(dir, entry.name);
+      if (entry.isDirectory()) {
+        if (recurse) await walk(absolute, realRoot);
         continue;
       }
-      if (!MANIFEST_FILE.test(name)) continue;
-      let size = info.size;
-      if (info.isSymbolicLink()) {
+      // Cheap name check first: most files in a repository are not manifests.
+      if (!MANIFEST_FILE.test(entry.name)) continue;
+      const label = relativeLabel(appDir, absolute);
+      if (exclude !== '' && path.matchesGlob(label, exclude)) continue;
+      if (include !== '' && !path.matchesGlob(label, include)) continue;
+      let size: number;
+      if (entry.isSymbolicLink()) {
         let target: string;
         try {
           target = await realpath(absolute);
         } catch {
           continue; // a dangling link: Argo CD skips it with a warning
         }
-        if (!isInside(target, repoRoot)) {
+        if (!isInside(target, realRoot)) {
           throw new RenderError(`${label} is a symlink to a file outside the repository`);
         }
         const targetInfo = await stat(target);
         if (!targetInfo.isFile()) continue;
         size = targetInfo.size;
-      } else if (!info.isFile()) {
+      } else if (entry.isFile()) {
+        size = (await stat(absolute)).size;
+      } else {
         continue;
       }
-      if (exclude !== '' && path.matchesGlob(label, exclude)) continue;
-      if (include !== '' && !path.matchesGlob(label, include)) continue;
       found.push({ label, absolute, size });
     }
   };
@@ -98,7 +101,8 @@ export async function listManifestFiles(config: PluginConfig): Promise<ManifestF
     if (error instanceof UsageError) throw error;
     throw new UsageError(`the app directory ${appDir} does not exist (--path)`, { cause: error });
   }
-  await walk(appDir);
+  // Compare symlink targets with the real root: the root itself may sit below a symlink.
+  await walk(appDir, await realpath(repoRoot).catch(() => repoRoot));
   return found;
 }
 

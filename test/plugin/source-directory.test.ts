@@ -72,6 +72,14 @@ describe('directory source', () => {
     assert.ok(!streams.some((stream) => stream.label.startsWith('dangling') || stream.label.startsWith('linkdir')));
   });
 
+  it('follows an inside symlink also when the app dir itself is reached through a symlink', async () => {
+    const real = await fixtureCopy('directory');
+    const alias = path.join(await tempDir(), 'alias');
+    await symlink(real, alias);
+    await symlink(path.join(alias, 'sub', 'd.yaml'), path.join(real, 'linked.yaml'));
+    assert.ok((await labels(alias)).includes('linked.yaml'));
+  });
+
   it('refuses a symlinked manifest that points outside the repository', async () => {
     const outside = await tempDir();
     await writeFile(path.join(outside, 'secret.yaml'), 'kind: Secret\n');
