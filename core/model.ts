@@ -92,7 +92,7 @@ export interface PolicyDecision {
   readonly reason: string;
 }
 
-/** One element of the hash v1 message (see docs/hash-v1.md). */
+/** One element of the hash v1 message (see docs/hash-v1.md). A Secret entry holds its data: never print or log one. */
 export type HashEntry =
   | {
       readonly kind: 'ConfigMap';

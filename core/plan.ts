@@ -31,7 +31,7 @@ export interface WorkloadPlan {
   readonly skipped?: string;
   /** One per referenced config and per unreferenced config a named pattern matches, sorted kind then name. */
   readonly configs: readonly ConfigReport[];
-  /** The hash v1 entries, sorted kind then name. */
+  /** The hash v1 entries, sorted kind then name. They hold Secret data (base64): never print or log them. */
   readonly entries: readonly HashEntry[];
   /** The value to stamp; `undefined` when skipped or when no selected config is in the render. */
   readonly hash: string | undefined;

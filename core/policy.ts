@@ -85,7 +85,7 @@ export function readAnnotations(m: Manifest, path: readonly string[]): Readonly<
   if (!isRecord(value)) throw new ManifestError(m, field, 'must be a mapping of strings');
   for (const [key, item] of Object.entries(value)) {
     if (typeof item !== 'string') {
-      throw new ManifestError(m, `${field}[${key}]`, `annotation values must be strings (quote the value), got ${item === null ? 'null' : typeof item}`);
+      throw new ManifestError(m, `${field}[${key}]`, `annotation values must be strings (quote the value), got ${item === null ? 'null' : Array.isArray(item) ? 'a list' : typeof item === 'object' ? 'a mapping' : `a ${typeof item}`}`);
     }
   }
   return value as Readonly<Record<string, string>>;

@@ -134,7 +134,7 @@ describe('readWorkloadPolicy', () => {
     { name: 'RE2-only syntax', metadata: { [SPC_RELOAD]: '(?i)vault' }, field: `metadata.annotations[${SPC_RELOAD}]`, problem: /invalid regular expression/ },
     { name: 'lookahead (JavaScript only)', metadata: { [SECRET_RELOAD]: '(?!x)db' }, field: `metadata.annotations[${SECRET_RELOAD}]`, problem: /lookaround is not supported/ },
     { name: 'a backreference (JavaScript only)', metadata: { [SECRET_RELOAD]: '(a)\\1' }, field: `metadata.annotations[${SECRET_RELOAD}]`, problem: /backreferences are not supported/ },
-    { name: 'an unquoted boolean annotation', metadata: { [AUTO]: true }, field: `metadata.annotations[${AUTO}]`, problem: /must be strings \(quote the value\), got boolean/ },
+    { name: 'an unquoted boolean annotation', metadata: { [AUTO]: true }, field: `metadata.annotations[${AUTO}]`, problem: /must be strings \(quote the value\), got a boolean/ },
     { name: 'annotations that are not a mapping', metadata: undefined, template: undefined, field: 'metadata.annotations', problem: /mapping/ },
   ];
   for (const e of errors) {
