@@ -206,8 +206,10 @@ function planOne(
  * Plans every workload of a render, in input order: one plan per workload
  * manifest, skipped ones included (a Rollout with `spec.workloadRef`, and
  * Rollouts when `includeRollouts` is false). References resolve in the
- * workload's namespace. Throws ManifestError for the first invalid object
- * (a bad ConfigMap/Secret value, a bad regex, a non-string annotation).
+ * workload's namespace. Throws ManifestError for the first invalid object:
+ * ConfigMaps, Secrets and sources are checked first (a value that is not a
+ * string, base64 that does not decode), then each workload in input order (a
+ * bad regex, a non-string annotation).
  */
 export function planWorkloads(manifests: readonly Manifest[], options: PlanOptions): WorkloadPlan[] {
   const entryOf = computeEntries(manifests);
