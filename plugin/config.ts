@@ -119,6 +119,12 @@ const OUTPUT_FLAG = '--output';
  */
 export function parseConfig(argv: readonly string[], env: Env, cwd: string): PluginConfig {
   const cli = parseArgv(argv);
+  // --help must work whatever else is set: it ignores parameter values and the environment.
+  if (cli.command === 'help') return buildConfig({ ...cli, flags: new Map(), output: undefined, stdinArgument: false }, {}, cwd);
+  return buildConfig(cli, env, cwd);
+}
+
+function buildConfig(cli: Cli, env: Env, cwd: string): PluginConfig {
   const parameters = parseAppParameters(env['ARGOCD_APP_PARAMETERS']);
   const lookup = (spec: ParameterSpec): Found | undefined => {
     const flag = cli.flags.get(spec.name);

@@ -105,6 +105,8 @@ describe('parseConfig: commands and arguments', () => {
     assert.equal(parse(['help']).command, 'help');
     assert.equal(parse(['generate', '--help']).command, 'help');
     assert.equal(parse(['explain', '--output', 'json', '--help']).command, 'help');
+    // Help works whatever else is wrong.
+    assert.equal(parse(['generate', '--mode=bogus', '--help'], { ARGOCD_APP_PARAMETERS: '[{', DRIFTLESS_TIMEOUT: 'soon' }).command, 'help');
   });
 
   it('reads --output for explain only', () => {
