@@ -501,6 +501,16 @@ function deepFreeze<T>(value: T): T {
 // ---------------------------------------------------------------------------
 // --help
 
+const PLACEHOLDERS: Readonly<Record<ParameterSpec['type'], string>> = {
+  enum: '',
+  boolean: '',
+  string: 'VALUE',
+  path: 'FILE',
+  duration: 'DURATION',
+  array: 'ITEM',
+  map: 'KEY=VALUE',
+};
+
 /** The `--help` text, generated from PARAMETERS so it cannot drift from them. */
 export function usageText(): string {
   const lines = [
@@ -518,7 +528,7 @@ export function usageText(): string {
     'Parameters (flag > ARGOCD_APP_PARAMETERS > ARGOCD_ENV_<NAME> > environment > default; an empty value counts as unset):',
   ];
   for (const spec of PARAMETERS) {
-    const placeholder = spec.type === 'boolean' ? '[=true|false]' : spec.type === 'enum' ? ` ${(spec.values ?? []).join('|')}` : ` ${spec.type.toUpperCase()}`;
+    const placeholder = spec.type === 'boolean' ? '[=true|false]' : spec.type === 'enum' ? ` ${(spec.values ?? []).join('|')}` : ` ${PLACEHOLDERS[spec.type]}`;
     const shownDefault = Array.isArray(spec.default) ? '' : typeof spec.default === 'string' ? spec.default : '';
     lines.push(`  ${spec.flag}${placeholder}${shownDefault === '' ? '' : `   (default: ${shownDefault})`}`);
     lines.push(`      ${spec.description}`);
