@@ -83,6 +83,7 @@ export function parseStream(stream: TextStream, limits: DocumentLimits = DEFAULT
     const lineCounter = lineCounterFor(stream.text);
     const documents: ParsedDocument[] = [];
     jsonChunks.forEach(([start, end], index) => {
+      if (end - start > limits.maxDocumentBytes) throw oversize(stream.label, index, end - start, limits);
       const segment = parseSegment(stream, stream.text.slice(start, end), start, index, lineCounter, limits);
       if (segment.length !== 1) {
         throw new InvalidInputError({ file: stream.label, document: index }, 'expected exactly one JSON object');
@@ -92,9 +93,34 @@ export function parseStream(stream: TextStream, limits: DocumentLimits = DEFAULT
     });
     return documents;
   }
+  rejectOversizedRegions(stream, limits);
   return parseSegment(stream, stream.text, 0, 0, undefined, limits).flatMap((entry) =>
     entry.document === undefined ? [] : [entry.document],
   );
+}
+
+function oversize(file: string, document: number, size: number, limits: DocumentLimits): InvalidInputError {
+  return new InvalidInputError({ file, document }, `document is ${size} bytes, over the limit of ${limits.maxDocumentBytes} bytes`);
+}
+
+/**
+ * Rejects a huge document before yaml spends time and memory on it. A `---`
+ * at the start of a line always starts a document (YAML forbids it inside
+ * scalars), so the text between two of them bounds one document's size.
+ */
+function rejectOversizedRegions(stream: TextStream, limits: DocumentLimits): void {
+  const text = stream.text;
+  if (text.length <= limits.maxDocumentBytes) return;
+  const marker = /^---(?=[ \t\r\n]|$)/gm;
+  const starts = [0];
+  for (let match = marker.exec(text); match !== null; match = marker.exec(text)) if (match.index > 0) starts.push(match.index);
+  // Text before the first marker that holds only comments belongs to the first document.
+  const first = text.slice(0, starts[1] ?? text.length);
+  const shift = !text.startsWith('---') && /^(?:[ \t]*(?:#[^\n]*)?\r?\n)*[ \t]*$/.test(first) ? 1 : 0;
+  starts.forEach((start, i) => {
+    const end = starts[i + 1] ?? text.length;
+    if (end - start > limits.maxDocumentBytes) throw oversize(stream.label, Math.max(0, i - shift), end - start, limits);
+  });
 }
 
 interface SegmentEntry {
@@ -156,12 +182,7 @@ function parseSegment(
     const start = i === 0 ? 0 : (starts[i] ?? 0);
     const end = starts[i + 1] ?? text.length;
     const size = end - start;
-    if (size > limits.maxDocumentBytes) {
-      throw new InvalidInputError(
-        where,
-        `document is ${size} bytes, over the limit of ${limits.maxDocumentBytes} bytes`,
-      );
-    }
+    if (size > limits.maxDocumentBytes) throw oversize(stream.label, index, size, limits);
     let value: unknown;
     try {
       value = ast.toJS({ maxAliasCount: limits.maxAliasCount });

@@ -63,6 +63,12 @@ describe('errors: invalid input (exit 4)', () => {
     assertFailure(await runCli(['generate'], { cwd: dir }), 4, /bomb\.yaml#0: YAML aliases expand beyond the limit/);
   });
 
+  it('rejects a document over 8 MiB, naming it', async () => {
+    const huge = `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: huge}\ndata:\n  blob: "${'x'.repeat(8 * 1024 * 1024)}"\n`;
+    const dir = app({ 'huge.yaml': `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: small}\n---\n${huge}` });
+    assertFailure(await runCli(['generate'], { cwd: dir }), 4, /huge\.yaml#1: document is \d+ bytes, over the limit of 8388608 bytes/);
+  });
+
   it('rejects a ConfigMap value that is not a string, naming the field', async () => {
     const dir = app({ 'cm.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata:\n  enabled: yes\n' });
     assertFailure(await runCli(['generate'], { cwd: dir }), 4, /cm\.yaml#0 ConfigMap demo\/settings: data\.enabled: /);

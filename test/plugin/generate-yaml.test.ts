@@ -67,6 +67,25 @@ describe('parseStream', () => {
     assert.equal(DEFAULT_LIMITS.maxDocumentBytes, 8 * 1024 * 1024);
   });
 
+  it('rejects a huge document before parsing it, with the same message and index', () => {
+    const limits = { ...DEFAULT_LIMITS, maxDocumentBytes: 100 };
+    const big = `b: "${'x'.repeat(200)}`; // unterminated: only the size check can name it
+    for (const [text, index] of [
+      [`a: 1\n---\n${big}\n---\nc: 1\n`, 1],
+      [`# only a comment\n---\n${big}\n`, 0],
+      [`---\na: 1\n---\n${big}\n`, 1],
+      [`${big}\n---\na: 1\n`, 0],
+    ] as const) {
+      assert.throws(
+        () => parseStream({ label: 'big.yaml', text }, limits),
+        (e: unknown) => e instanceof InvalidInputError && e.message.startsWith(`big.yaml#${index}: document is `),
+        text.slice(0, 30),
+      );
+    }
+    const chunks = `{"a":1}\n{"b":"${'x'.repeat(200)}"}`;
+    assert.throws(() => parseStream({ label: 'j', text: chunks }, limits), /^InvalidInputError: j#1: document is \d+ bytes/);
+  });
+
   it('bounds alias expansion', () => {
     const text = 'a: &a [1, 2, 3, 4, 5, 6, 7, 8]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a]\nc: [*b, *b, *b, *b, *b, *b, *b, *b]\n';
     assert.throws(
