@@ -23,7 +23,7 @@ export type { ManifestContext } from './manifest.ts';
 export { WORKLOAD_KINDS, isRollout, podTemplatePath, rolloutWorkloadRef } from './workloads.ts';
 export type { WorkloadKind, WorkloadRef } from './workloads.ts';
 export { findReferences } from './references.ts';
-export { ANNOTATIONS, CONFIG_KINDS, decide, namedMatch, parseGoBool, re2ToJsPattern, readAnnotations, readWorkloadPolicy } from './policy.ts';
+export { ANNOTATIONS, CONFIG_KINDS, decide, namedMatch, parseGoBool, reloaderPatternToJs, readAnnotations, readWorkloadPolicy } from './policy.ts';
 export type { KindPolicy, NamedPattern, PolicyConfig, WorkloadPolicy } from './policy.ts';
 export {
   HASH_ANNOTATION,

@@ -111,16 +111,69 @@ function commaList(value: string): string[] {
 /** Characters JavaScript's `u` mode lets you escape outside a class (`-` only inside one). */
 const JS_SYNTAX = new Set(['^', '$', '\\', '.', '*', '+', '?', '(', ')', '[', ']', '{', '}', '|', '/']);
 
+/** RE2's ASCII classes (`[[:alpha:]]`), as JavaScript class contents. */
+const POSIX_CLASSES: Readonly<Record<string, string>> = Object.freeze({
+  alnum: '0-9A-Za-z',
+  alpha: 'A-Za-z',
+  ascii: '\\x00-\\x7F',
+  blank: '\\t ',
+  cntrl: '\\x00-\\x1F\\x7F',
+  digit: '0-9',
+  graph: '!-~',
+  lower: 'a-z',
+  print: ' -~',
+  punct: '!-\\/:-@\\[-`{-~',
+  space: '\\t\\n\\v\\f\\r ',
+  upper: 'A-Z',
+  word: '0-9A-Za-z_',
+  xdigit: '0-9A-Fa-f',
+});
+
+/** RE2's limit on a repetition count. */
+const MAX_REPEAT = 1000;
+
+/** A `{n}`, `{n,}` or `{n,m}` repetition at the start of `text`, as RE2 parses it. */
+const REPEAT = /^\{(\d+)(?:(,)(\d*))?\}/;
+
+function repeatProblem(match: RegExpExecArray): string | undefined {
+  const min = Number(match[1]);
+  const max = match[3] === undefined || match[3] === '' ? undefined : Number(match[3]);
+  if (min > MAX_REPEAT || (max !== undefined && (max > MAX_REPEAT || max < min))) return `invalid repeat count ${match[0]}`;
+  return undefined;
+}
+
 /**
- * Adapts one Reloader pattern (Go RE2 syntax) to a JavaScript `u`-mode
- * RegExp source, so that the same text means the same in both engines:
- * RE2 lets any ASCII punctuation be escaped (`\-`, `\_`), JavaScript's `u`
- * mode does not, so those escapes become the plain character; lookaround and
- * backreferences exist only in JavaScript and are rejected. RE2-only syntax
- * (`(?i)`, `\z`, `[[:alpha:]]`) is left for the RegExp constructor to reject.
- * Returns the problem as a string when the pattern cannot be accepted.
+ * Compiles one item of a Reloader `.../reload` annotation the way Reloader
+ * does, `^` + item + `$` in Go's RE2, as a JavaScript `u`-mode RegExp that
+ * accepts the same names. RE2 quirks that Reloader users may rely on are
+ * reproduced: a repetition right after that `^` repeats the anchor, so `*`
+ * or `?x` leave the start unanchored (`*` matches every name); escaped ASCII
+ * punctuation (`\-`, `\_`) is a literal; a `]` right after `[`/`[^`, a lone
+ * `]`, and a `{`/`}` that is not a repetition are literals; `(?P<name>` is a
+ * named group; a leading `(?i)` is the `i` flag. Lookaround and
+ * backreferences exist only in JavaScript and are rejected. Other RE2-only
+ * syntax (`\z`, `[[:alpha:]]`, inline flags elsewhere) is left for the
+ * RegExp constructor to reject. Returns the problem as a string when the
+ * item cannot be accepted.
  */
-export function re2ToJsPattern(pattern: string): { readonly source: string } | { readonly problem: string } {
+export function reloaderPatternToJs(item: string): { readonly source: string; readonly flags: string } | { readonly problem: string } {
+  let pattern = item;
+  let flags = 'u';
+  if (pattern.startsWith('(?i)')) {
+    flags = 'iu';
+    pattern = pattern.slice(4);
+  }
+  let start = '^';
+  const lead = /^(?:[*+?]|\{(\d+)(?:,(\d*))?\})\??/.exec(pattern);
+  if (lead !== null) {
+    const brace = REPEAT.exec(lead[0]);
+    const problem = brace === null ? undefined : repeatProblem(brace);
+    if (problem !== undefined) return { problem };
+    const min = lead[0][0] === '+' ? 1 : brace === null ? 0 : Number(brace[1]);
+    // `\A*` may match zero times: the item is then unanchored at the start, exactly as in Go.
+    start = min === 0 ? '' : '^';
+    pattern = pattern.slice(lead[0].length);
+  }
   let out = '';
   let inClass = false;
   for (let i = 0; i < pattern.length; i++) {
@@ -137,36 +190,71 @@ export function re2ToJsPattern(pattern: string): { readonly source: string } | {
     }
     if (inClass) {
       if (c === ']') inClass = false;
-    } else if (c === '[') {
+      if (c === '[' && pattern[i + 1] === ':') {
+        const posix = /^\[:(\^?)([a-z]+):\]/.exec(pattern.slice(i));
+        const contents = posix === null ? undefined : POSIX_CLASSES[posix[2] as string];
+        if (posix !== null && (contents === undefined || posix[1] === '^')) {
+          return { problem: `the character class ${posix[0]} is not supported` };
+        }
+        if (posix !== null && contents !== undefined) {
+          out += contents;
+          i += posix[0].length - 1;
+          continue;
+        }
+      }
+      out += c;
+      continue;
+    }
+    if (c === '[') {
       inClass = true;
-      // A `]` right after `[` or `[^` is a literal in RE2; JavaScript would end the class there.
       const negated = pattern[i + 1] === '^';
-      if (negated) out += '[^';
-      else out += '[';
+      out += negated ? '[^' : '[';
       if (negated) i++;
       if (pattern[i + 1] === ']') {
         out += '\\]';
         i++;
       }
       continue;
-    } else if (c === '(' && /^\?(?:=|!|<=|<!)/.test(pattern.slice(i + 1))) {
-      return { problem: 'lookaround is not supported (Reloader uses Go RE2)' };
+    }
+    if (c === '(') {
+      const rest = pattern.slice(i + 1);
+      if (/^\?(?:=|!|<=|<!)/.test(rest)) return { problem: 'lookaround is not supported (Reloader uses Go RE2)' };
+      if (rest.startsWith('?P<')) {
+        out += '(?<';
+        i += 3;
+        continue;
+      }
+    } else if (c === '{') {
+      const repeat = REPEAT.exec(pattern.slice(i));
+      if (repeat === null) {
+        out += '\\{';
+        continue;
+      }
+      const problem = repeatProblem(repeat);
+      if (problem !== undefined) return { problem };
+      out += repeat[0];
+      i += repeat[0].length - 1;
+      continue;
+    } else if (c === '}' || c === ']') {
+      out += `\\${c}`;
+      continue;
     }
     out += c;
   }
-  return { source: out };
+  if (inClass) return { problem: 'missing closing ]' };
+  return { source: `${start}${out}$`, flags };
 }
 
 function compileNamed(m: Manifest, field: string, annotation: string, value: string): NamedPattern[] {
   return commaList(value).map((item) => {
     const where = `${field}[${annotation}]`;
-    const adapted = re2ToJsPattern(item);
+    const adapted = reloaderPatternToJs(item);
     if ('problem' in adapted) {
       throw new ManifestError(m, where, `invalid regular expression ${JSON.stringify(item)}: ${adapted.problem}`);
     }
     try {
       // Reloader concatenates without a group, so `a|b` means `^a` or `b$`; kept for compatibility (ADR 0001).
-      return Object.freeze({ source: item, regex: new RegExp(`^${adapted.source}$`, 'u') });
+      return Object.freeze({ source: item, regex: new RegExp(adapted.source, adapted.flags) });
     } catch (error) {
       throw new ManifestError(m, where, `invalid regular expression ${JSON.stringify(item)}: ${(error as Error).message}`, { cause: error });
     }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ManifestError, decide, parseGoBool, re2ToJsPattern, readWorkloadPolicy } from '../../core/index.ts';
+import { ManifestError, decide, parseGoBool, readWorkloadPolicy, reloaderPatternToJs } from '../../core/index.ts';
 import type { ConfigKind, PolicyMode, PolicyRule } from '../../core/index.ts';
 import { deployment, manifest } from './helpers.ts';
 
@@ -131,7 +131,7 @@ describe('readWorkloadPolicy', () => {
   const errors: { name: string; metadata?: Record<string, unknown>; template?: Record<string, unknown>; field: string; problem: RegExp }[] = [
     { name: 'an invalid regex on the metadata', metadata: { [SECRET_RELOAD]: 'ok, db-(' }, field: `metadata.annotations[${SECRET_RELOAD}]`, problem: /invalid regular expression "db-\("/ },
     { name: 'an invalid regex on the pod template in effect', template: { [CM_RELOAD]: '[a-' }, field: `spec.template.metadata.annotations[${CM_RELOAD}]`, problem: /invalid regular expression "\[a-"/ },
-    { name: 'RE2-only syntax', metadata: { [SPC_RELOAD]: '(?i)vault' }, field: `metadata.annotations[${SPC_RELOAD}]`, problem: /invalid regular expression/ },
+    { name: 'RE2-only syntax', metadata: { [SPC_RELOAD]: 'vault\\z' }, field: `metadata.annotations[${SPC_RELOAD}]`, problem: /invalid regular expression/ },
     { name: 'lookahead (JavaScript only)', metadata: { [SECRET_RELOAD]: '(?!x)db' }, field: `metadata.annotations[${SECRET_RELOAD}]`, problem: /lookaround is not supported/ },
     { name: 'a backreference (JavaScript only)', metadata: { [SECRET_RELOAD]: '(a)\\1' }, field: `metadata.annotations[${SECRET_RELOAD}]`, problem: /backreferences are not supported/ },
     { name: 'an unquoted boolean annotation', metadata: { [AUTO]: true }, field: `metadata.annotations[${AUTO}]`, problem: /must be strings \(quote the value\), got a boolean/ },
@@ -172,30 +172,55 @@ describe('parseGoBool', () => {
   }
 });
 
-describe('re2ToJsPattern', () => {
-  const table: [string, string | RegExp][] = [
-    ['app-.*', 'app-.*'],
-    ['my\\-app', 'my-app'],
-    ['a\\_b\\@c', 'a_b@c'],
-    ['x\\.y', 'x\\.y'],
-    ['[\\-a]', '[\\-a]'],
-    ['[\\_a]', '[_a]'],
-    ['[]a]', '[\\]a]'],
-    ['[^]a]', '[^\\]a]'],
-    ['\\(?=', '\\(?='],
-    ['[(?=]', '[(?=]'],
-    ['\\d+', '\\d+'],
+describe('reloaderPatternToJs (Reloader compiles ^item$ in Go RE2; every row checked against Go regexp)', () => {
+  const table: [string, string | RegExp, string?][] = [
+    ['app-.*', '^app-.*$'],
+    ['my\\-app', '^my-app$'],
+    ['a\\_b\\@c', '^a_b@c$'],
+    ['x\\.y', '^x\\.y$'],
+    ['[\\-a]', '^[\\-a]$'],
+    ['[\\_a]', '^[_a]$'],
+    ['[]a]', '^[\\]a]$'],
+    ['[^]a]', '^[^\\]a]$'],
+    ['\\(?=', '^\\(?=$'],
+    ['[(?=]', '^[(?=]$'],
+    ['\\d+', '^\\d+$'],
+    // A repetition right after Reloader's `^` repeats the anchor: optional anchors unanchor the start.
+    ['*', '$'],
+    ['*-db', '-db$'],
+    ['?x', 'x$'],
+    ['{0,2}x', 'x$'],
+    ['+b', '^b$'],
+    ['{2}b', '^b$'],
+    ['a]', '^a\\]$'],
+    ['a{', '^a\\{$'],
+    ['a{,3}', '^a\\{,3\\}$'],
+    ['a{1,3}', '^a{1,3}$'],
+    ['(?P<n>a)', '^(?<n>a)$'],
+    ['(?i)App', '^App$', 'iu'],
+    ['[[:alnum:]-]+', '^[0-9A-Za-z-]+$'],
+    ['[[:digit:]]', '^[0-9]$'],
+    ['[:alpha:]', '^[:alpha:]$'],
+    ['[[:^alpha:]]', /the character class \[:\^alpha:\] is not supported/],
+    ['[[:nope:]]', /the character class \[:nope:\] is not supported/],
     ['(?=x)', /lookaround/],
     ['(?<!x)y', /lookaround/],
     ['(a)\\1', /backreferences/],
     ['(?<n>a)\\k<n>', /backreferences/],
     ['a\\', /trailing backslash/],
+    ['[a', /missing closing \]/],
+    ['a{1001}', /invalid repeat count/],
+    ['a{3,2}', /invalid repeat count/],
   ];
-  for (const [input, expected] of table) {
+  for (const [input, expected, flags] of table) {
     it(`${input} → ${String(expected)}`, () => {
-      const result = re2ToJsPattern(input);
-      if (typeof expected === 'string') assert.deepEqual(result, { source: expected });
+      const result = reloaderPatternToJs(input);
+      if (typeof expected === 'string') assert.deepEqual(result, { source: expected, flags: flags ?? 'u' });
       else assert.match('problem' in result ? result.problem : '', expected);
     });
   }
+  it('a named "*" selects every name, as it does in Reloader', () => {
+    const policy = readWorkloadPolicy(deployment('web', {}, { annotations: { [SECRET_RELOAD]: '*' } }));
+    for (const name of ['db', 'anything-at-all', 'x']) assert.equal(decide(policy, secret(name), false, 'annotated').rule, 'named');
+  });
 });
