@@ -248,7 +248,7 @@ describe('planWorkloads', () => {
     const cases: [string, Manifest[], string][] = [
       ['base64 that does not decode, even in a Secret no workload uses', [deployment('web', {}), secret('unused', { k: 'not base64' })], 'data.k'],
       ['a ConfigMap value that is not a string', [configMap('c', { port: 80 as unknown as string })], 'data.port'],
-      ['a bad regex in a reload annotation', [deployment('web', {}, { annotations: { 'configmap.reloader.stakater.com/reload': '*' } })], 'metadata.annotations[configmap.reloader.stakater.com/reload]'],
+      ['a bad regex in a reload annotation', [deployment('web', {}, { annotations: { 'configmap.reloader.stakater.com/reload': 'app-(' } })], 'metadata.annotations[configmap.reloader.stakater.com/reload]'],
       ['a non-string annotation on a used config', [deployment('web', envFromPod({ configMaps: ['c'] })), configMap('c', {}, { annotations: { 'reloader.stakater.com/ignore': true as unknown as string } })], 'metadata.annotations[reloader.stakater.com/ignore]'],
     ];
     for (const [name, manifests, field] of cases) {
