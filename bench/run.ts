@@ -7,6 +7,8 @@
  *   `driftless generate` to `kustomize build` alone.
  *
  * Figures are medians of several runs, printed beside the targets of the spec.
+ * Cold start is measured without and with Node's compile cache; the other two
+ * run as the sidecar does (manifests/plugin sets NODE_COMPILE_CACHE).
  * Nothing is asserted: timings belong in a report, not in a test.
  * Options: `--runs N` (default 9), `--keep` keeps the generated apps.
  */
@@ -208,22 +210,26 @@ try {
   const tiny = join(root, 'examples', 'directory');
   const nodeBaseline = await medianMs(RUNS, () => timed(node, ['-e', ''], env));
   const cold = await medianMs(RUNS, () => timed(node, [cli, 'generate', '--path', tiny], env));
+  // The sidecar sets NODE_COMPILE_CACHE (manifests/plugin); from its second render on, this is what Argo CD waits for.
+  const sidecarEnv = { ...env, NODE_COMPILE_CACHE: join(work, 'node-compile-cache') };
+  const coldCached = await medianMs(RUNS, () => timed(node, [cli, 'generate', '--path', tiny], sidecarEnv));
 
   // 2. Throughput on a 5,000-document stream through stdin.
   const input = stream(5000);
-  const streamMs = await medianMs(RUNS, () => timed(node, [cli, 'generate', '-'], env, input));
+  const streamMs = await medianMs(RUNS, () => timed(node, [cli, 'generate', '-'], sidecarEnv, input));
   const mbPerS = input.length / 1e6 / (streamMs / 1000);
 
   // 3. A 1,000-document Kustomize app, against kustomize build alone.
   const app = join(work, 'kustomize-app');
   await writeKustomizeApp(app, 1000);
   const kustomizeMs = await medianMs(RUNS, () => timed(tools.kustomize, ['build', app], env));
-  const generateMs = await medianMs(RUNS, () => timed(node, [cli, 'generate', '--source-type', 'kustomize', '--path', app], env));
+  const generateMs = await medianMs(RUNS, () => timed(node, [cli, 'generate', '--source-type', 'kustomize', '--path', app], sidecarEnv));
   const ratio = generateMs / kustomizeMs;
 
   process.stdout.write(
     [
       row('cold start, tiny app (ms)', cold.toFixed(1), '< 150', cold < 150),
+      row('  same, warm NODE_COMPILE_CACHE as in sidecar', coldCached.toFixed(1), '< 150', coldCached < 150),
       `    (node -e '' alone: ${nodeBaseline.toFixed(1)} ms)`,
       row(`throughput, 5,000 docs on stdin (MB/s)`, mbPerS.toFixed(1), '>= 20', mbPerS >= 20),
       `    (${(input.length / 1e6).toFixed(2)} MB in ${streamMs.toFixed(0)} ms, process start included)`,

@@ -152,7 +152,7 @@ describe('manifests/plugin component on an Argo CD install', () => {
     assert.deepEqual(volume(tmp['name'])['emptyDir'], {});
     const repoServer = (podSpec()['containers'] as Json[]).find((c) => c['name'] === 'argocd-repo-server') as Json;
     assert.ok(!(repoServer['volumeMounts'] as Json[]).some((m) => m['name'] === tmp['name']), 'not the repo-server\'s /tmp');
-    for (const name of ['HOME', 'HELM_CACHE_HOME', 'HELM_CONFIG_HOME', 'HELM_DATA_HOME']) {
+    for (const name of ['HOME', 'HELM_CACHE_HOME', 'HELM_CONFIG_HOME', 'HELM_DATA_HOME', 'NODE_COMPILE_CACHE']) {
       const value = env(name);
       assert.ok(isAbsolute(value), `${name} is absolute`);
       assert.ok(value === '/tmp' || value.startsWith('/tmp/'), `${name} is on the writable /tmp`);
