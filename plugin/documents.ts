@@ -1,6 +1,8 @@
-import { Composer, LineCounter, Parser } from 'yaml';
+import { Composer, LineCounter, Parser, isMap, isScalar, isSeq } from 'yaml';
 import type { Document, DocumentOptions, ParseOptions, SchemaOptions } from 'yaml';
 import { InvalidInputError } from './errors.ts';
+import { readFastDocument, scalarResolver } from './fast-yaml.ts';
+import type { FastNode, FastPair } from './fast-yaml.ts';
 
 /**
  * The YAML layer of the plugin: split each rendered stream into documents,
@@ -37,11 +39,18 @@ export interface ParsedDocument {
   readonly explicitStart: boolean;
   /** The parsed value (YAML 1.1 core schema, plain objects and arrays). */
   readonly value: unknown;
-  /** The parsed yaml Document. Its node ranges minus `rangeBase` index into `text`. */
-  readonly ast: Document.Parsed;
+  /** The document's root node with source ranges; ranges minus `rangeBase` index into `text`. */
+  readonly root: TreeNode;
   /** Where `text` begins in the source the node ranges refer to. */
   readonly rangeBase: number;
 }
+
+/**
+ * A node as the stamper sees it, from either reader: the fast one's tree, or
+ * a view of yaml's syntax tree. `other` is anything the stamper cannot edit
+ * through (an alias).
+ */
+export type TreeNode = FastNode | { readonly type: 'other'; readonly range: readonly [number, number] };
 
 /** A stream of text produced by a source (file, kustomize, helm, stdin). */
 export interface TextStream {
@@ -75,7 +84,11 @@ type Tags = NonNullable<Exclude<SchemaOptions['customTags'], ((tags: never) => u
  * or an explicit `null`) are dropped, as Argo CD drops them. Throws
  * InvalidInputError naming the stream, the document and a line/column.
  */
-export function parseStream(stream: TextStream, limits: DocumentLimits = DEFAULT_LIMITS): ParsedDocument[] {
+export function parseStream(stream: TextStream, limits: DocumentLimits = DEFAULT_LIMITS, options: { readonly fast?: boolean } = {}): ParsedDocument[] {
+  if (options.fast !== false) {
+    const fast = parseStreamFast(stream, limits);
+    if (fast !== undefined) return fast;
+  }
   const jsonChunks = splitJsonStream(stream.text);
   if (jsonChunks !== undefined) {
     // A stream of concatenated JSON objects (what Argo CD accepts when output starts with `{`):
@@ -97,6 +110,87 @@ export function parseStream(stream: TextStream, limits: DocumentLimits = DEFAULT
   return parseSegment(stream, stream.text, 0, 0, undefined, limits).flatMap((entry) =>
     entry.document === undefined ? [] : [entry.document],
   );
+}
+
+const resolvePlain = scalarResolver(PARSE_OPTIONS);
+const DOC_MARKER = /^---(?=[ \n]|$)/gm;
+
+/**
+ * The fast path: renderer-style YAML read by `fast-yaml.ts`. Returns
+ * undefined as soon as anything is unusual, and the whole stream then goes
+ * through yaml, so both paths split documents and count them identically.
+ */
+export function parseStreamFast(stream: TextStream, limits: DocumentLimits = DEFAULT_LIMITS): ParsedDocument[] | undefined {
+  const text = stream.text;
+  if (text.includes('\r') || text.includes('\t') || text.charCodeAt(0) === 0xfeff || /^(?:%|\.\.\.)/m.test(text)) return undefined;
+  if (/^\s*[{\[]/.test(text)) return undefined; // JSON (or flow) documents: yaml's path
+  const markers: number[] = [];
+  DOC_MARKER.lastIndex = 0;
+  for (let m = DOC_MARKER.exec(text); m !== null; m = DOC_MARKER.exec(text)) markers.push(m.index);
+  // Regions: [start, bodyStart, end, explicit]. Leading comments before the first marker belong to the first document.
+  const regions: [number, number, number, boolean][] = [];
+  const leading = text.slice(0, markers[0] ?? text.length);
+  if (markers[0] !== 0 && !(markers.length > 0 && /^(?:[ ]*(?:#[^\n]*)?\n)*$/.test(leading))) {
+    regions.push([0, 0, markers[0] ?? text.length, false]);
+  }
+  for (let i = 0; i < markers.length; i++) {
+    const marker = markers[i] as number;
+    const lineEnd = text.indexOf('\n', marker);
+    const bodyStart = lineEnd === -1 ? text.length : lineEnd + 1;
+    const rest = text.slice(marker + 3, lineEnd === -1 ? text.length : lineEnd);
+    if (!/^(?:[ ]*| +#.*)$/.test(rest)) return undefined; // content on the `---` line
+    regions.push([regions.length === 0 ? 0 : marker, bodyStart, markers[i + 1] ?? text.length, true]);
+  }
+  const documents: ParsedDocument[] = [];
+  for (const [index, [start, bodyStart, end, explicit]] of regions.entries()) {
+    if (end - start > limits.maxDocumentBytes) throw oversize(stream.label, index, end - start, limits);
+    const read = readFastDocument(text, bodyStart, end, resolvePlain);
+    if (read === undefined) return undefined;
+    if (read.root === undefined) continue;
+    documents.push({
+      file: stream.label,
+      index,
+      text: text.slice(start, end),
+      explicitStart: explicit,
+      value: read.value,
+      root: read.root,
+      rangeBase: start,
+    });
+  }
+  return documents;
+}
+
+/** A view of a yaml node as a TreeNode, built lazily: only the stamped path is ever looked at. */
+function fromYaml(node: unknown): TreeNode {
+  const range = (node as { range?: readonly number[] } | null)?.range;
+  const r: readonly [number, number] = [range?.[0] ?? 0, range?.[1] ?? 0];
+  if (isMap(node)) {
+    return {
+      type: 'map',
+      flow: node.flow === true,
+      range: r,
+      get pairs(): FastPair[] {
+        return node.items.map((pair) => {
+          const key = pair.key as { value?: unknown; range?: readonly number[] } | null;
+          const keyRange: readonly [number, number] = [key?.range?.[0] ?? 0, key?.range?.[1] ?? 0];
+          const value = pair.value === null
+            ? { type: 'scalar' as const, range: [keyRange[1] + 1, keyRange[1] + 1] as const, value: null }
+            : fromYaml(pair.value);
+          return {
+            // A key that is not a string (`on:` is a boolean in YAML 1.1) can never be one we look for.
+            key: isScalar(key) && typeof key.value === 'string' ? key.value : '\u0000not-a-string',
+            keyRange,
+            value: value as FastNode,
+          };
+        });
+      },
+    };
+  }
+  if (isSeq(node)) {
+    return { type: 'seq', flow: node.flow === true, range: r, get items(): FastNode[] { return node.items.map((item) => fromYaml(item) as FastNode); } };
+  }
+  if (isScalar(node)) return { type: 'scalar', range: r, value: node.value };
+  return { type: 'other', range: r };
 }
 
 function oversize(file: string, document: number, size: number, limits: DocumentLimits): InvalidInputError {
@@ -200,7 +294,7 @@ function parseSegment(
         text: text.slice(start, end),
         explicitStart: explicit[i] ?? false,
         value,
-        ast,
+        root: fromYaml(ast.contents),
         rangeBase: start,
       },
     };

@@ -1,10 +1,9 @@
 import { isDeepStrictEqual } from 'node:util';
-import { isMap, isScalar, isSeq, parseAllDocuments } from 'yaml';
-import type { Node, Pair, YAMLMap } from 'yaml';
 import { HASH_ANNOTATION } from '../core/index.ts';
-import { PARSE_OPTIONS } from './documents.ts';
-import type { ParsedDocument } from './documents.ts';
+import { parseStream } from './documents.ts';
+import type { ParsedDocument, TreeNode } from './documents.ts';
 import { InvalidInputError } from './errors.ts';
+import type { FastMap, FastNode, FastPair } from './fast-yaml.ts';
 
 /**
  * Writes the hash annotation into a document by splicing text, so that the
@@ -92,56 +91,62 @@ class Source {
   }
 
   /** Follows a path of mapping keys and sequence indexes to the pod template mapping. */
-  navigate(path: readonly (string | number)[]): YAMLMap {
-    let node: unknown = this.#document.ast.contents;
+  navigate(path: readonly (string | number)[]): FastMap {
+    let node: TreeNode | undefined = this.#document.root;
     const walked: string[] = [];
     for (const step of path) {
       walked.push(String(step));
+      if (node?.type === 'other') throw new StampVerificationError(`${this.#where()}: cannot add ${HASH_ANNOTATION} through a YAML alias at ${walked.join('.')}`);
       if (typeof step === 'number') {
-        node = isSeq(node) ? node.items[step] : undefined;
+        node = node?.type === 'seq' ? node.items[step] : undefined;
       } else {
-        node = isMap(node) ? findPair(node, step)?.value : undefined;
+        node = node?.type === 'map' ? findPair(node, step)?.value : undefined;
       }
-      if (node === undefined || node === null) this.#fail(walked, 'not found in the document (is it set through a YAML merge key?)');
+      if (node === undefined) this.#fail(walked, 'not found in the document (is it set through a YAML merge key?)');
     }
-    if (!isMap(node)) this.#fail(walked, 'the pod template must be a mapping');
+    if (node?.type === 'other') throw new StampVerificationError(`${this.#where()}: cannot add ${HASH_ANNOTATION} through a YAML alias at ${walked.join('.')}`);
+    if (node?.type !== 'map') this.#fail(walked, 'the pod template must be a mapping');
     return node;
   }
 
+  #where(): string {
+    return `${this.#document.file}#${this.#document.index}`;
+  }
+
   /** The edit that makes `keys` (below `map`) end in the quoted hash. */
-  ensure(map: YAMLMap, keys: readonly string[], hash: string, field: readonly string[]): Edit {
+  ensure(map: FastMap, keys: readonly string[], hash: string, field: readonly string[]): Edit {
     const [key, ...rest] = keys;
     if (key === undefined) throw new Error('ensure needs at least one key');
     const here = [...field, key];
     const pair = findPair(map, key);
     if (pair === undefined) return this.#insertPair(map, keys, hash);
-    const value = pair.value as Node | null;
+    const value = pair.value as TreeNode;
+    if (value.type === 'other') throw new StampVerificationError(`${this.#where()}: cannot add ${HASH_ANNOTATION} through a YAML alias at ${here.join('.')}`);
     if (rest.length === 0) {
       if (isNullNode(value)) return this.#replaceNull(map, pair, [], hash);
-      return this.#replaceValue(value as Node, quoted(hash));
+      return this.#replaceValue(value, quoted(hash));
     }
-    if (isMap(value)) return this.ensure(value, rest, hash, here);
+    if (value.type === 'map') return this.ensure(value, rest, hash, here);
     if (isNullNode(value)) return this.#replaceNull(map, pair, rest, hash);
     return this.#fail(here, 'must be a mapping');
   }
 
   /** Adds `keys...: hash` as the first entry of `map`. */
-  #insertPair(map: YAMLMap, keys: readonly string[], hash: string): Edit {
-    const first = map.items[0];
+  #insertPair(map: FastMap, keys: readonly string[], hash: string): Edit {
+    const first = map.pairs[0];
     const range = map.range;
-    if (range == null) throw new StampVerificationError('a mapping without a source range');
     if (map.flow) {
       const pairText = flowPair(keys, hash);
       if (first === undefined) return { start: range[0], end: range[1], text: `{${pairText}}` };
-      const keyStart = nodeStart(first.key);
+      const keyStart = first.keyRange[0];
       const lineStart = this.#lineStart(keyStart);
       const indent = this.#text(lineStart, keyStart);
       // Pretty-printed JSON: a line of its own; compact JSON: inline.
       if (/^[ \t]*$/.test(indent)) return { start: lineStart, end: lineStart, text: `${indent}${pairText},\n` };
       return { start: keyStart, end: keyStart, text: `${pairText}, ` };
     }
-    if (first === undefined) throw new StampVerificationError('an empty block mapping');
-    const keyStart = nodeStart(first.key);
+    if (first === undefined) throw new StampVerificationError(`${this.#where()}: an empty block mapping`);
+    const keyStart = first.keyRange[0];
     const lineStart = this.#lineStart(keyStart);
     const prefix = this.#text(lineStart, keyStart);
     const lines = blockLines(keys, hash);
@@ -155,21 +160,19 @@ class Source {
   }
 
   /** Fills a key whose value is empty or null with `rest...: hash` (or the hash itself when `rest` is empty). */
-  #replaceNull(map: YAMLMap, pair: Pair, rest: readonly string[], hash: string): Edit {
-    const value = pair.value as Node | null;
-    const keyNode = pair.key as Node | null;
-    const valueRange = value?.range;
-    if (keyNode?.range == null || valueRange == null) throw new StampVerificationError('a key without a source range');
+  #replaceNull(map: FastMap, pair: FastPair, rest: readonly string[], hash: string): Edit {
+    const valueRange = pair.value.range;
+    const keyRange = pair.keyRange;
+    const needsSpace = valueRange[0] === valueRange[1] && this.#text(valueRange[0] - 1, valueRange[0]) === ':';
     if (rest.length === 0) {
-      const needsSpace = valueRange[0] === valueRange[1] && this.#text(valueRange[0] - 1, valueRange[0]) === ':';
       return { start: valueRange[0], end: valueRange[1], text: `${needsSpace ? ' ' : ''}${quoted(hash)}` };
     }
     if (!map.flow) {
       const lineEnd = this.#lineEnd(valueRange[1]);
       const trailing = this.#text(valueRange[1], lineEnd);
-      const colon = this.#document.text.indexOf(':', keyNode.range[1] - this.#document.rangeBase) + this.#document.rangeBase;
-      if (/^[ \t\r]*$/.test(trailing) && colon >= keyNode.range[1] && colon <= valueRange[0]) {
-        const keyStart = nodeStart(keyNode);
+      const colon = this.#document.text.indexOf(':', keyRange[1] - this.#document.rangeBase) + this.#document.rangeBase;
+      if (/^[ \t\r]*$/.test(trailing) && colon >= keyRange[1] && colon <= valueRange[0]) {
+        const keyStart = keyRange[0];
         const pad = ' '.repeat(keyStart - this.#lineStart(keyStart) + 2);
         return {
           start: colon + 1,
@@ -179,32 +182,24 @@ class Source {
       }
     }
     // Flow context, or a comment after the value: a flow mapping fits in place of the scalar.
-    const needsSpace = valueRange[0] === valueRange[1] && this.#text(valueRange[0] - 1, valueRange[0]) === ':';
     return { start: valueRange[0], end: valueRange[1], text: `${needsSpace ? ' ' : ''}{${flowPair(rest, hash)}}` };
   }
 
   /** Overwrites an existing annotation value, keeping the line structure around it. */
-  #replaceValue(value: Node, text: string): Edit {
+  #replaceValue(value: TreeNode, text: string): Edit {
     const range = value.range;
-    if (range == null) throw new StampVerificationError('a value without a source range');
     const old = this.#text(range[0], range[1]);
     return { start: range[0], end: range[1], text: old.endsWith('\n') ? `${text}\n` : text };
   }
 }
 
-function isNullNode(node: unknown): boolean {
-  return node === null || node === undefined || (isScalar(node) && node.value === null);
-}
-
-function nodeStart(node: unknown): number {
-  const range = (node as Node | null)?.range;
-  if (range == null) throw new StampVerificationError('a key without a source range');
-  return range[0];
+function isNullNode(node: TreeNode): boolean {
+  return node.type === 'scalar' && node.value === null;
 }
 
 /** The pair of `map` whose key is the string `key`. */
-function findPair(map: YAMLMap, key: string): Pair | undefined {
-  return map.items.find((pair) => isScalar(pair.key) && pair.key.value === key) as Pair | undefined;
+function findPair(map: FastMap, key: string): FastPair | undefined {
+  return map.pairs.find((pair) => pair.key === key);
 }
 
 /** `a:` / `  b:` / `    c: "hash"` with two-space steps, relative to the first key's column. */
@@ -226,11 +221,13 @@ function flowPair(keys: readonly string[], hash: string): string {
 function verify(document: ParsedDocument, stamps: readonly Stamp[], text: string): void {
   const expected = structuredClone(document.value);
   for (const stamp of stamps) setIn(expected, [...stamp.templatePath, ...ANNOTATION_PATH], stamp.hash);
-  const reparsed = parseAllDocuments(text, PARSE_OPTIONS);
-  const docs = Array.isArray(reparsed) ? reparsed : [];
-  const values = docs.map((doc) => (doc.errors.length > 0 ? Symbol('error') : doc.toJS({ maxAliasCount: -1 })));
-  const nonEmpty = values.filter((value) => value !== null && value !== undefined);
-  if (nonEmpty.length !== 1 || !isDeepStrictEqual(nonEmpty[0], expected)) {
+  let values: unknown[];
+  try {
+    values = parseStream({ label: document.file, text }, { maxDocumentBytes: Number.MAX_SAFE_INTEGER, maxAliasCount: -1 }).map((d) => d.value);
+  } catch {
+    values = [];
+  }
+  if (values.length !== 1 || !isDeepStrictEqual(values[0], expected)) {
     throw new StampVerificationError(
       `${document.file}#${document.index}: could not add ${HASH_ANNOTATION} without changing the rest of the document (unusual YAML layout); please report this`,
     );

@@ -1,0 +1,555 @@
+import { Document, isScalar } from 'yaml';
+import type { DocumentOptions, ParseOptions, SchemaOptions } from 'yaml';
+
+/**
+ * A fast reader for the YAML that renderers actually print (kustomize, helm,
+ * kubectl): block mappings and sequences, single-line plain and quoted
+ * scalars, literal block scalars, empty `{}`/`[]`, comments. It gives up
+ * (returns undefined) on anything else — anchors, tags, flow collections
+ * with content, multi-line scalars, tabs, odd indentation, duplicate keys —
+ * and the caller then uses the `yaml` package, which handles all of YAML.
+ *
+ * Why: `yaml` builds a full concrete and abstract syntax tree and runs at a
+ * few MB/s; Argo CD renders every app on every refresh. Plain scalars are
+ * resolved with the very tag list of the `yaml` schema the slow path uses,
+ * so both paths give the same values; a differential test keeps it so.
+ */
+
+/** A node with the source offsets the stamper needs. */
+export type FastNode = FastMap | FastSeq | FastScalar;
+
+export interface FastMap {
+  readonly type: 'map';
+  readonly flow: boolean;
+  /** [start, end) of the mapping's text. */
+  readonly range: readonly [number, number];
+  readonly pairs: readonly FastPair[];
+}
+
+export interface FastSeq {
+  readonly type: 'seq';
+  readonly flow: boolean;
+  readonly range: readonly [number, number];
+  readonly items: readonly FastNode[];
+}
+
+export interface FastScalar {
+  readonly type: 'scalar';
+  /** [start, end) of the scalar's text (empty for a missing value, just after the `:`). */
+  readonly range: readonly [number, number];
+  readonly value: unknown;
+}
+
+export interface FastPair {
+  readonly key: string;
+  readonly keyRange: readonly [number, number];
+  readonly value: FastNode;
+}
+
+/** Thrown internally to give up; never escapes this module. */
+class GiveUp extends Error {}
+
+interface Line {
+  /** Offset of the line's first character. */
+  readonly start: number;
+  /** Offset just after the line's last character (before `\n`). */
+  readonly end: number;
+  /** Column of the first non-space character, or -1 for a blank or comment-only line. */
+  readonly indent: number;
+}
+
+/** Resolves plain scalars exactly as the `yaml` schema configured by `options` does. */
+export interface ScalarResolver {
+  (source: string): unknown;
+}
+
+/** Builds the plain-scalar resolver of a `yaml` schema (same tags, same order, same options). */
+export function scalarResolver(options: ParseOptions & DocumentOptions & SchemaOptions): ScalarResolver {
+  const doc = new Document(null, options);
+  const tags = doc.schema.tags.filter((tag) => tag.default === true && !tag.collection && tag.test !== undefined);
+  const docOptions = doc.options;
+  const cache = new Map<string, unknown>();
+  const onError = (): void => {
+    throw new GiveUp();
+  };
+  return (source: string): unknown => {
+    if (cache.has(source)) return cache.get(source);
+    const tag = tags.find((t) => (t.test as RegExp).test(source));
+    let value: unknown = source;
+    if (tag !== undefined && tag.resolve !== undefined) {
+      const resolved = (tag.resolve as (s: string, e: () => void, o: unknown) => unknown)(source, onError, docOptions);
+      value = isScalar(resolved) ? resolved.value : resolved;
+    }
+    if (cache.size < 4096) cache.set(source, value);
+    return value;
+  };
+}
+
+/** The result for one document body: its value and its tree, or undefined when it has no content. */
+export interface FastDocument {
+  readonly value: unknown;
+  readonly root: FastMap | undefined;
+}
+
+/**
+ * Reads the block mapping in `text[start, end)` (a document body after its
+ * `---` line). Returns undefined when the body has something the fast reader
+ * does not handle; `{ value: null }` for a body of only comments and blank lines.
+ */
+export function readFastDocument(text: string, start: number, end: number, resolve: ScalarResolver): FastDocument | undefined {
+  try {
+    return new Reader(text, start, end, resolve).document();
+  } catch (error) {
+    if (error instanceof GiveUp) return undefined;
+    throw error;
+  }
+}
+
+const PLAIN_FORBIDDEN_START = /^[?:,[\]{}#&*!|>'"%@`]|^-(?:[ ]|$)/;
+const KEY_END = /:(?: |$)/;
+
+class Reader {
+  readonly #text: string;
+  readonly #lines: Line[] = [];
+  readonly #resolve: ScalarResolver;
+  #i = 0;
+
+  constructor(text: string, start: number, end: number, resolve: ScalarResolver) {
+    this.#text = text;
+    this.#resolve = resolve;
+    if (text.slice(start, end).includes('\t')) throw new GiveUp(); // tabs: whitespace rules differ by context, leave to yaml
+    let pos = start;
+    while (pos < end) {
+      let lineEnd = text.indexOf('\n', pos);
+      if (lineEnd === -1 || lineEnd > end) lineEnd = end;
+      let col = pos;
+      while (col < lineEnd && text.charCodeAt(col) === 32) col++;
+      const c = text.charCodeAt(col);
+      const blank = col === lineEnd || c === 35; /* # */
+      if (c === 9 || c === 13) throw new GiveUp(); // tabs, CR: leave to yaml
+      this.#lines.push({ start: pos, end: lineEnd, indent: blank ? -1 : col - pos });
+      pos = lineEnd + 1;
+    }
+  }
+
+  document(): FastDocument {
+    const first = this.#peek();
+    if (first === undefined) return { value: null, root: undefined };
+    if (first.indent !== 0) throw new GiveUp();
+    const root = this.#mapping(0, first.start);
+    if (this.#peek() !== undefined) throw new GiveUp();
+    return { value: toValue(root), root };
+  }
+
+  /** The next line with content, skipping blank and comment lines. */
+  #peek(): Line | undefined {
+    while (this.#i < this.#lines.length) {
+      const line = this.#lines[this.#i] as Line;
+      if (line.indent !== -1) return line;
+      this.#i++;
+    }
+    return undefined;
+  }
+
+  /** A block mapping whose keys sit at column `indent`; the first key starts at `firstKey` (maybe mid-line after `- `). */
+  #mapping(indent: number, firstKey: number): FastMap {
+    const pairs: FastPair[] = [];
+    const seen = new Set<string>();
+    let keyStart = firstKey;
+    let rangeEnd = firstKey;
+    for (;;) {
+      const line = this.#lines[this.#i] as Line;
+      const { key, keyEnd, valueStart } = this.#key(keyStart, line.end);
+      if (seen.has(key)) throw new GiveUp();
+      seen.add(key);
+      const value = this.#value(indent, keyEnd, valueStart, line, true);
+      pairs.push({ key, keyRange: [keyStart, keyEnd], value });
+      rangeEnd = Math.max(rangeEnd, value.range[1]);
+      const next = this.#peek();
+      if (next === undefined || next.indent < indent) break;
+      if (next.indent > indent) throw new GiveUp();
+      const col = next.start + indent;
+      if (this.#text.charCodeAt(col) === 45 /* - */ && /^-(?:[ \n]|$)/.test(this.#text.slice(col, col + 2))) break; // an indentless sequence ends us
+      keyStart = col;
+    }
+    return { type: 'map', flow: false, range: [firstKey, rangeEnd], pairs };
+  }
+
+  /** A block sequence whose `-` sit at column `indent`. */
+  #sequence(indent: number): FastSeq {
+    const items: FastNode[] = [];
+    const first = this.#peek() as Line;
+    const start = first.start + indent;
+    let end = start;
+    for (;;) {
+      const line = this.#peek();
+      if (line === undefined || line.indent !== indent) break;
+      const dash = line.start + indent;
+      if (this.#text.charCodeAt(dash) !== 45 || !/^-(?:[ \n]|$)/.test(this.#text.slice(dash, dash + 2))) break;
+      let content = dash + 1;
+      while (content < line.end && this.#text.charCodeAt(content) === 32) content++;
+      let item: FastNode;
+      if (content === line.end || this.#text.charCodeAt(content) === 35 /* # */) {
+        // `-` alone: the item is on the following lines, or null.
+        if (content !== line.end && this.#text.charCodeAt(content - 1) !== 32) throw new GiveUp();
+        this.#i++;
+        const next = this.#peek();
+        if (next !== undefined && next.indent > indent) item = this.#block(next);
+        else item = { type: 'scalar', range: [dash + 1, dash + 1], value: null };
+      } else if (this.#isKey(content, line.end)) {
+        item = this.#mapping(content - line.start, content);
+      } else {
+        const c = this.#text.charCodeAt(content);
+        if (c === 45 /* - */ && /^-(?:[ \n]|$)/.test(this.#text.slice(content, content + 2))) throw new GiveUp(); // `- - x`
+        item = this.#inlineValue(indent, content, line);
+      }
+      items.push(item);
+      end = Math.max(end, item.range[1]);
+    }
+    return { type: 'seq', flow: false, range: [start, end], items };
+  }
+
+  /** A block node starting on `line` (a mapping or a sequence). */
+  #block(line: Line): FastNode {
+    const col = line.start + line.indent;
+    if (this.#text.charCodeAt(col) === 45 && /^-(?:[ \n]|$)/.test(this.#text.slice(col, col + 2))) return this.#sequence(line.indent);
+    if (!this.#isKey(col, line.end)) throw new GiveUp(); // a multi-line scalar or something odd
+    return this.#mapping(line.indent, col);
+  }
+
+  /** The value after a key's `:` (`valueStart` is the first non-space after it, or the line end). */
+  #value(indent: number, keyEnd: number, valueStart: number, line: Line, inMap: boolean): FastNode {
+    if (valueStart === line.end || this.#text.charCodeAt(valueStart) === 35 /* # */) {
+      if (valueStart !== line.end && this.#text.charCodeAt(valueStart - 1) !== 32) throw new GiveUp();
+      this.#i++;
+      const next = this.#peek();
+      const empty: FastScalar = { type: 'scalar', range: [valueStart, valueStart], value: null };
+      if (next === undefined) return empty;
+      if (next.indent > indent) return this.#block(next);
+      if (inMap && next.indent === indent) {
+        const col = next.start + indent;
+        if (this.#text.charCodeAt(col) === 45 && /^-(?:[ \n]|$)/.test(this.#text.slice(col, col + 2))) return this.#sequence(indent);
+      }
+      return empty;
+    }
+    return this.#inlineValue(indent, valueStart, line);
+  }
+
+  /** A value that starts on the current line at `start`; consumes the line (and a block scalar's lines). */
+  #inlineValue(indent: number, start: number, line: Line): FastNode {
+    const text = this.#text;
+    const c = text.charCodeAt(start);
+    let node: FastNode;
+    let after: number;
+    if (c === 124 /* | */) {
+      return this.#literal(indent, start, line);
+    } else if (c === 34 /* " */) {
+      const [value, end] = this.#doubleQuoted(start, line.end);
+      node = { type: 'scalar', range: [start, end], value };
+      after = end;
+    } else if (c === 39 /* ' */) {
+      const [value, end] = this.#singleQuoted(start, line.end);
+      node = { type: 'scalar', range: [start, end], value };
+      after = end;
+    } else if (c === 123 /* { */ || c === 91 /* [ */) {
+      node = this.#flow(start, line.end);
+      after = node.range[1];
+    } else {
+      const { source, end } = this.#plain(start, line.end);
+      node = { type: 'scalar', range: [start, end], value: this.#resolve(source) };
+      after = end;
+    }
+    this.#restOfLine(after, line.end);
+    this.#i++;
+    // A deeper line after a scalar would continue it (multi-line plain) or be an error: leave both to yaml.
+    const next = this.#peek();
+    if (next !== undefined && next.indent > indent) throw new GiveUp();
+    return node;
+  }
+
+  /** A flow collection that opens at `start` and closes on the same line. */
+  #flow(start: number, lineEnd: number): FastMap | FastSeq {
+    const text = this.#text;
+    const isMap = text.charCodeAt(start) === 123;
+    const close = isMap ? 125 : 93;
+    const pairs: FastPair[] = [];
+    const items: FastNode[] = [];
+    const seen = new Set<string>();
+    let i = this.#skipSpaces(start + 1, lineEnd);
+    if (text.charCodeAt(i) === close) {
+      const range: [number, number] = [start, i + 1];
+      return isMap ? { type: 'map', flow: true, range, pairs } : { type: 'seq', flow: true, range, items };
+    }
+    for (;;) {
+      if (isMap) {
+        const keyStart = i;
+        let key: string;
+        let keyEnd: number;
+        const k = text.charCodeAt(i);
+        if (k === 34 || k === 39) {
+          [key, keyEnd] = k === 34 ? this.#doubleQuoted(i, lineEnd) : this.#singleQuoted(i, lineEnd);
+          i = this.#skipSpaces(keyEnd, lineEnd);
+          if (text.charCodeAt(i) !== 58) throw new GiveUp();
+        } else {
+          const { source, end } = this.#flowPlain(i, lineEnd);
+          if (text.charCodeAt(end) !== 58) throw new GiveUp(); // `{a}` or `{a :b}`: leave to yaml
+          const resolved = this.#resolve(source);
+          if (typeof resolved !== 'string' || source === '<<') throw new GiveUp();
+          key = resolved;
+          keyEnd = end;
+          i = end;
+        }
+        if (seen.has(key)) throw new GiveUp();
+        seen.add(key);
+        i++; // the `:`
+        const next = text.charCodeAt(i);
+        if (next !== 32 && !(k === 34 || k === 39)) throw new GiveUp();
+        i = this.#skipSpaces(i, lineEnd);
+        const value = this.#flowValue(i, lineEnd);
+        pairs.push({ key, keyRange: [keyStart, keyEnd], value });
+        i = value.range[1];
+      } else {
+        const value = this.#flowValue(i, lineEnd);
+        items.push(value);
+        i = value.range[1];
+      }
+      i = this.#skipSpaces(i, lineEnd);
+      const c = text.charCodeAt(i);
+      if (c === close) {
+        const range: [number, number] = [start, i + 1];
+        return isMap ? { type: 'map', flow: true, range, pairs } : { type: 'seq', flow: true, range, items };
+      }
+      if (c !== 44 /* , */) throw new GiveUp();
+      i = this.#skipSpaces(i + 1, lineEnd);
+      if (text.charCodeAt(i) === close) throw new GiveUp(); // trailing comma: leave to yaml
+    }
+  }
+
+  #flowValue(i: number, lineEnd: number): FastNode {
+    const text = this.#text;
+    const c = text.charCodeAt(i);
+    if (c === 123 || c === 91) return this.#flow(i, lineEnd);
+    if (c === 34 || c === 39) {
+      const [value, end] = c === 34 ? this.#doubleQuoted(i, lineEnd) : this.#singleQuoted(i, lineEnd);
+      return { type: 'scalar', range: [i, end], value };
+    }
+    const { source, end } = this.#flowPlain(i, lineEnd);
+    if (text.charCodeAt(end) === 58) throw new GiveUp(); // `[a: b]`: a pair in a sequence
+    return { type: 'scalar', range: [i, end], value: this.#resolve(source) };
+  }
+
+  /** A plain scalar inside a flow collection: stops at `,`, `]`, `}`, `: ` and ` #`. */
+  #flowPlain(i: number, lineEnd: number): { source: string; end: number } {
+    const text = this.#text;
+    let end = i;
+    for (; end < lineEnd; end++) {
+      const c = text.charCodeAt(end);
+      if (c === 44 || c === 93 || c === 125 || c === 91 || c === 123) break;
+      if (c === 58 /* : */) {
+        const n = text.charCodeAt(end + 1);
+        if (n === 32 || n === 44 || n === 93 || n === 125 || end + 1 === lineEnd) break;
+      }
+      if (c === 35 /* # */ && text.charCodeAt(end - 1) === 32) throw new GiveUp();
+    }
+    if (end === lineEnd) throw new GiveUp(); // unclosed on this line
+    let trimmed = end;
+    while (trimmed > i && text.charCodeAt(trimmed - 1) === 32) trimmed--;
+    const source = text.slice(i, trimmed);
+    if (source === '' || PLAIN_FORBIDDEN_START.test(source)) throw new GiveUp();
+    return { source, end: trimmed };
+  }
+
+  #skipSpaces(i: number, end: number): number {
+    while (i < end && this.#text.charCodeAt(i) === 32) i++;
+    return i;
+  }
+
+  /** Only spaces and a comment may follow a value on its line. */
+  #restOfLine(from: number, end: number): void {
+    let i = from;
+    while (i < end && this.#text.charCodeAt(i) === 32) i++;
+    if (i === end) return;
+    if (this.#text.charCodeAt(i) !== 35 || i === from) throw new GiveUp();
+  }
+
+  /** `|` or `|-` with content lines indented more than `indent`. */
+  #literal(indent: number, start: number, line: Line): FastScalar {
+    const text = this.#text;
+    const header = text.slice(start, line.end).replace(/ +#.*$/, '').trimEnd();
+    if (header !== '|' && header !== '|-') throw new GiveUp();
+    const strip = header === '|-';
+    const lines = this.#lines;
+    let i = this.#i + 1;
+    let contentIndent = -1;
+    const parts: string[] = [];
+    let end = line.end;
+    for (; i < lines.length; i++) {
+      const l = lines[i] as Line;
+      const raw = text.slice(l.start, l.end);
+      const spaces = raw.length - raw.trimStart().length;
+      const isEmpty = raw.trim() === '';
+      if (isEmpty) {
+        // Spaces beyond the indentation are content (or, before the first line, an error): leave to yaml.
+        if (raw.length > (contentIndent === -1 ? 0 : contentIndent)) throw new GiveUp();
+        parts.push('');
+        continue;
+      }
+      if (contentIndent === -1) {
+        if (spaces <= indent) break;
+        contentIndent = spaces;
+      }
+      if (spaces < contentIndent) break;
+      parts.push(raw.slice(contentIndent));
+      end = l.end;
+    }
+    if (contentIndent === -1) throw new GiveUp();
+    // Trailing empty lines belong to the chomping, not the content.
+    while (parts.length > 0 && parts[parts.length - 1] === '') parts.pop();
+    if (text.charCodeAt(end) !== 10) throw new GiveUp(); // no final line break: leave the edge to yaml
+    // Consume through the last content line; trailing blank lines are skipped by #peek.
+    let last = this.#i + 1;
+    while (last < lines.length && (lines[last] as Line).start <= end) last++;
+    this.#i = last;
+    const value = parts.join('\n') + (strip ? '' : '\n');
+    const next = this.#peek();
+    if (next !== undefined && next.indent > indent) throw new GiveUp();
+    return { type: 'scalar', range: [start, end + 1], value };
+  }
+
+  #doubleQuoted(start: number, lineEnd: number): [string, number] {
+    const text = this.#text;
+    let out = '';
+    let i = start + 1;
+    let run = i;
+    for (; i < lineEnd; i++) {
+      const c = text.charCodeAt(i);
+      if (c === 34) {
+        out += text.slice(run, i);
+        return [out, i + 1];
+      }
+      if (c === 92 /* \ */) {
+        out += text.slice(run, i);
+        const e = text[i + 1];
+        switch (e) {
+          case '\\': out += '\\'; break;
+          case '"': out += '"'; break;
+          case '/': out += '/'; break;
+          case 'n': out += '\n'; break;
+          case 't': out += '\t'; break;
+          case 'r': out += '\r'; break;
+          case '0': out += '\0'; break;
+          case 'u': {
+            const hex = text.slice(i + 2, i + 6);
+            if (!/^[0-9a-fA-F]{4}$/.test(hex)) throw new GiveUp();
+            out += String.fromCharCode(parseInt(hex, 16));
+            i += 4;
+            break;
+          }
+          default:
+            throw new GiveUp();
+        }
+        i++;
+        run = i + 1;
+      }
+    }
+    throw new GiveUp(); // continues on the next line
+  }
+
+  #singleQuoted(start: number, lineEnd: number): [string, number] {
+    const text = this.#text;
+    let out = '';
+    let run = start + 1;
+    for (let i = start + 1; i < lineEnd; i++) {
+      if (text.charCodeAt(i) === 39) {
+        if (text.charCodeAt(i + 1) === 39) {
+          out += text.slice(run, i + 1);
+          i++;
+          run = i + 1;
+          continue;
+        }
+        out += text.slice(run, i);
+        return [out, i + 1];
+      }
+    }
+    throw new GiveUp();
+  }
+
+  /** A single-line plain scalar from `start`: up to ` #` or the line end, trailing spaces trimmed. */
+  #plain(start: number, lineEnd: number): { source: string; end: number } {
+    const text = this.#text;
+    let end = lineEnd;
+    const hash = text.slice(start, lineEnd).indexOf(' #');
+    if (hash !== -1) end = start + hash;
+    while (end > start && text.charCodeAt(end - 1) === 32) end--;
+    const source = text.slice(start, end);
+    if (source === '' || PLAIN_FORBIDDEN_START.test(source) || KEY_END.test(source) || source.endsWith(':')) throw new GiveUp();
+    return { source, end };
+  }
+
+  /** Whether a mapping key starts at `start` on this line. */
+  #isKey(start: number, lineEnd: number): boolean {
+    const text = this.#text;
+    const c = text.charCodeAt(start);
+    if (c === 34 || c === 39) {
+      try {
+        const [, end] = c === 34 ? this.#doubleQuoted(start, lineEnd) : this.#singleQuoted(start, lineEnd);
+        return text.charCodeAt(end) === 58 && (end + 1 === lineEnd || text.charCodeAt(end + 1) === 32);
+      } catch {
+        return false;
+      }
+    }
+    const line = text.slice(start, lineEnd);
+    const hash = line.indexOf(' #');
+    const colon = line.search(KEY_END);
+    return colon !== -1 && (hash === -1 || colon < hash);
+  }
+
+  /** Reads `key:` at `start`; the key must be a string to both YAML and JavaScript. */
+  #key(start: number, lineEnd: number): { key: string; keyEnd: number; valueStart: number } {
+    const text = this.#text;
+    const c = text.charCodeAt(start);
+    let key: string;
+    let keyEnd: number;
+    if (c === 34 || c === 39) {
+      [key, keyEnd] = c === 34 ? this.#doubleQuoted(start, lineEnd) : this.#singleQuoted(start, lineEnd);
+      if (text.charCodeAt(keyEnd) !== 58) throw new GiveUp();
+    } else {
+      const rel = text.slice(start, lineEnd).search(KEY_END);
+      if (rel <= 0) throw new GiveUp();
+      keyEnd = start + rel;
+      let trimmed = keyEnd;
+      while (trimmed > start && text.charCodeAt(trimmed - 1) === 32) trimmed--;
+      const source = text.slice(start, trimmed);
+      if (PLAIN_FORBIDDEN_START.test(source) || source.includes(' #')) throw new GiveUp();
+      const resolved = this.#resolve(source);
+      if (typeof resolved !== 'string' || source === '<<') throw new GiveUp(); // `on:`, `1:`, merge keys: leave to yaml
+      key = resolved;
+      keyEnd = trimmed;
+      if (text.charCodeAt(keyEnd) !== 58) throw new GiveUp();
+    }
+    if (key.length > 1000) throw new GiveUp();
+    let valueStart = keyEnd + 1;
+    if (valueStart < lineEnd && text.charCodeAt(valueStart) !== 32) throw new GiveUp();
+    while (valueStart < lineEnd && text.charCodeAt(valueStart) === 32) valueStart++;
+    return { key, keyEnd, valueStart };
+  }
+}
+
+/** The plain value of a tree, built like yaml's `toJS` (own properties even for `constructor`/`__proto__`). */
+function toValue(node: FastNode): unknown {
+  switch (node.type) {
+    case 'scalar':
+      return node.value;
+    case 'seq':
+      return node.items.map(toValue);
+    case 'map': {
+      const out: Record<string, unknown> = {};
+      for (const pair of node.pairs) {
+        const value = toValue(pair.value);
+        if (pair.key in out) Object.defineProperty(out, pair.key, { value, writable: true, enumerable: true, configurable: true });
+        else out[pair.key] = value;
+      }
+      return out;
+    }
+  }
+}

@@ -1,0 +1,130 @@
+/**
+ * The fast reader against yaml: on every input where the fast path answers,
+ * it must split, index, read and stamp exactly as the yaml path does. The
+ * corpus: fixtures, every golden output (real kustomize/helm renders),
+ * targeted layouts, and a few thousand generated documents.
+ */
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { DEFAULT_LIMITS, parseStream, parseStreamFast } from '../../plugin/documents.ts';
+import type { ParsedDocument } from '../../plugin/documents.ts';
+import { stampDocument } from '../../plugin/stamp.ts';
+import { FIXTURES, GOLDEN } from './cli.ts';
+import { Gen } from './gen.ts';
+
+const HASH = `v1:${'ab'.repeat(32)}`;
+
+function files(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    return statSync(path).isDirectory() ? files(path) : /\.(ya?ml|json)$/.test(name) ? [path] : [];
+  });
+}
+
+/** Stamps every Deployment-like document at spec.template, or returns its text. */
+function stamped(doc: ParsedDocument): string {
+  const value = doc.value as { kind?: unknown; spec?: { template?: unknown } } | null;
+  if (value?.spec?.template === undefined || typeof value.spec.template !== 'object') return doc.text;
+  try {
+    return stampDocument(doc, [{ templatePath: ['spec', 'template'], hash: HASH }]);
+  } catch (error) {
+    return `error: ${(error as Error).name}`;
+  }
+}
+
+/** Compares both paths; returns whether the fast path answered. */
+function same(text: string, where: string): boolean {
+  const fast = parseStreamFast({ label: 'x', text }, DEFAULT_LIMITS);
+  if (fast === undefined) return false;
+  let slow: ParsedDocument[];
+  try {
+    slow = parseStream({ label: 'x', text }, DEFAULT_LIMITS, { fast: false });
+  } catch (error) {
+    assert.fail(`${where}: the fast path accepted what yaml rejects (${(error as Error).message}):\n${text}`);
+  }
+  const view = (docs: ParsedDocument[]) => docs.map((d) => ({ index: d.index, text: d.text, explicitStart: d.explicitStart, value: d.value }));
+  assert.deepStrictEqual(view(fast), view(slow), `${where}:\n${text}`);
+  assert.deepStrictEqual(fast.map(stamped), slow.map(stamped), `${where}: stamping differs`);
+  return true;
+}
+
+const TARGETED = [
+  'a: 1\n',
+  '# c\n---\na: 1\n---\n# only\n---\nb: [1, "2", {c: d}]\n',
+  'a:\n- 1\n- b: 2\n  c: 3\n-\n- - x\n',
+  'a:\n  - 1\n  -   b: 2\n      c: 3\n',
+  'k: |\n  line\n\n  more # not a comment\n\nnext: |-\n  x\n  y\nz: 1\n',
+  'k: |\n    deep\n  shallow\n',
+  'k: >\n  folded\n',
+  'k: |+\n  keep\n\n',
+  'k: |2\n   x\n',
+  '"quoted key": v\n\'single\': \'it\'\'s\'\n',
+  'a: "esc \\" \\\\ \\n \\t \\u00e9 \\/"\nb: "\\x41"\n',
+  'on: 1\n',
+  'y: yes\nn: no\n',
+  'a: yes\nb: on\nc: 0777\nd: 0x1F\ne: 1e3\nf: 2024-01-01\ng: 22:22\nh: ~\ni: null\nj: 12345678901234567890\nk: .inf\nl: -.NaN\nm: 1_000\nn1: 0b101\n',
+  'a: b: c\n',
+  'a: b\n  c\n',
+  'a:\n  b: 1\n   c: 2\n',
+  'a: 1\na: 2\n',
+  '<<: {a: 1}\n',
+  'a: &x 1\nb: *x\n',
+  'a: !!str 1\n',
+  'a: {b: 1, c: [2, 3], "d":4, e: {}}\n',
+  'a: {b: 1,}\n',
+  'a: {b}\n',
+  'a: [b: c]\n',
+  'a: {b: 1\n  , c: 2}\n',
+  'a: "multi\n  line"\n',
+  'a: plain\n  continued\n',
+  'a: 1 # c\nb: "2" # c\nc: # c\n  d: 3\n',
+  'a:   \nb: x\n',
+  'constructor: 1\n__proto__: 2\ntoString: 3\n',
+  'a: -1\nb: -x\nc: :x\nd: ?x\n',
+  'a: x #y\nb: x#y\n',
+  '- a\n- b\n',
+  'scalar\n',
+  '--- |\n  text\n',
+  '--- # c\na: 1\n',
+  'a: 1\n...\n---\nb: 2\n',
+  '%YAML 1.1\n---\na: 1\n',
+  'a:\tb\n',
+  'a: 1\r\nb: 2\r\n',
+  'a:\n  b:\n  c:\n    - d\n',
+  'kind: List\nitems:\n- kind: A\n  spec:\n    template:\n      spec: {}\n',
+  'spec:\n  template:\n    metadata:\n      annotations:\n    spec: {}\n',
+  'spec:\n  template:\n    metadata:\n      annotations: ~\n      labels: {a: b}\n',
+  'spec:\n  template:\n    metadata: {annotations: {}}\n',
+  'spec:\n  template:\n    metadata:\n      annotations:\n        driftless.dev/config-hash: |\n          old\n        x: y\n',
+  'spec:\n  template:\n    metadata:\n      annotations:\n        driftless.dev/config-hash:   \n',
+];
+
+describe('fast YAML reader: same answers as yaml', () => {
+  it('targeted layouts (and it gives up on what it does not handle)', () => {
+    let answered = 0;
+    for (const [i, text] of TARGETED.entries()) if (same(text, `targeted #${i}`)) answered++;
+    assert.ok(answered >= 15, `the fast path answered only ${answered} of ${TARGETED.length}`);
+    for (const text of ['a: 1\na: 2\n', 'a: &x 1\nb: *x\n', 'a: b: c\n', 'on: 1\n', '<<: {a: 1}\n', 'a: "multi\n  line"\n', '%YAML 1.1\n---\na: 1\n']) {
+      assert.equal(parseStreamFast({ label: 'x', text }), undefined, text);
+    }
+  });
+
+  it('fixtures and every golden output (real kustomize and helm renders)', () => {
+    let answered = 0;
+    const corpus = [...files(FIXTURES), ...files(GOLDEN)];
+    for (const file of corpus) if (same(readFileSync(file, 'utf8'), file)) answered++;
+    assert.ok(answered >= corpus.length / 2, `the fast path answered only ${answered} of ${corpus.length}`);
+  });
+
+  it('2,000 generated documents', () => {
+    let answered = 0;
+    for (let seed = 5000; seed < 7000; seed++) {
+      const gen = new Gen(seed);
+      const doc = gen.chance(0.5) ? gen.nonWorkload(seed) : gen.workload(seed);
+      if (same(`${doc}\n`, `seed ${seed}`)) answered++;
+    }
+    assert.ok(answered > 200, `the fast path answered only ${answered} of 2000`);
+  });
+});
