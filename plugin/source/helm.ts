@@ -51,11 +51,14 @@ export function helmTemplateArgs(config: PluginConfig): string[] {
 export async function renderHelm(config: PluginConfig, signal: AbortSignal): Promise<RenderedStream[]> {
   const templateArgs = helmTemplateArgs(config);
   await checkValuesFiles(config);
+  // KUBE_API_VERSIONS can be huge on CRD-heavy clusters and helm gets it as
+  // --api-versions already: passing both could overflow the kernel's argv+env limit.
+  const { KUBE_API_VERSIONS: _duplicate, ...env } = config.environment;
   const common = {
     tool: 'helm',
     command: config.tools.helm,
     cwd: config.appDir,
-    env: config.environment,
+    env,
     signal,
     overrideVariable: 'DRIFTLESS_HELM',
   } as const;

@@ -52,12 +52,19 @@ export function runProcess(options: RunOptions): Promise<string> {
   return new Promise<string>((resolve, reject) => {
     // detached: the child leads its own process group, so stopping it also
     // stops whatever it started (helm plugins, kustomize's helm).
-    const child = spawn(options.command, options.args, {
-      cwd: options.cwd,
-      env: options.env,
-      detached: true,
-      stdio: [options.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
-    });
+    let child: ReturnType<typeof spawn>;
+    try {
+      child = spawn(options.command, options.args, {
+        cwd: options.cwd,
+        env: options.env,
+        detached: true,
+        stdio: [options.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+      });
+    } catch (error) {
+      // Node throws (rather than emits) some spawn failures, E2BIG among them.
+      reject(startFailure(options, error as NodeJS.ErrnoException));
+      return;
+    }
 
     const stdout: Buffer[] = [];
     let stdoutBytes = 0;
@@ -102,14 +109,7 @@ export function runProcess(options: RunOptions): Promise<string> {
     child.on('error', (error: NodeJS.ErrnoException) => {
       signal.removeEventListener('abort', onAbort);
       if (killTimer !== undefined) clearTimeout(killTimer);
-      if (error.code === 'ENOENT') {
-        const hint = options.overrideVariable === undefined ? '' : ` or set ${options.overrideVariable} to its full path`;
-        reject(new RenderError(`${options.tool} is not installed or not on PATH (looked for ${JSON.stringify(options.command)}); install it${hint}`, '', { cause: error }));
-      } else if (error.code === 'EACCES') {
-        reject(new RenderError(`${options.tool} (${JSON.stringify(options.command)}) is not executable`, '', { cause: error }));
-      } else {
-        reject(new RenderError(`${options.display} could not be started: ${error.message}`, '', { cause: error }));
-      }
+      reject(startFailure(options, error));
     });
 
     child.on('close', (code, exitSignal) => {
@@ -127,6 +127,25 @@ export function runProcess(options: RunOptions): Promise<string> {
       reject(new RenderError(`${options.display} ${status}`, tailText(stderrTail, stderrTruncated)));
     });
   });
+}
+
+function startFailure(options: RunOptions, error: NodeJS.ErrnoException): RenderError {
+  switch (error.code) {
+    case 'ENOENT': {
+      const hint = options.overrideVariable === undefined ? '' : ` or set ${options.overrideVariable} to its full path`;
+      return new RenderError(`${options.tool} is not installed or not on PATH (looked for ${JSON.stringify(options.command)}); install it${hint}`, '', { cause: error });
+    }
+    case 'EACCES':
+      return new RenderError(`${options.tool} (${JSON.stringify(options.command)}) is not executable`, '', { cause: error });
+    case 'E2BIG':
+      return new RenderError(
+        `${options.display} could not be started: its arguments and environment exceed the system limit (E2BIG; KUBE_API_VERSIONS on a cluster with very many CRDs?)`,
+        '',
+        { cause: error },
+      );
+    default:
+      return new RenderError(`${options.display} could not be started: ${error.message}`, '', { cause: error });
+  }
 }
 
 function stopped(options: RunOptions, reason: unknown): BudgetExceededError {

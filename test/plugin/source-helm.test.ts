@@ -205,4 +205,17 @@ describe('helm source (real helm)', () => {
       assert.throws(() => helmTemplateArgs(configFor('/repo/apps/web', argv, extra)), (error: unknown) => error instanceof UsageError && message.test(error.message));
     }
   });
+
+  it('passes the sidecar environment to helm, minus KUBE_API_VERSIONS (already in its argv)', async () => {
+    const app = await fixtureCopy('helm-chart');
+    const helm = await fakeTool(await tempDir(), 'helm', 'echo "home: $HOME"; echo "cache: $HELM_CACHE_HOME"; echo "apis: ${KUBE_API_VERSIONS:-unset}"; echo "args: $*"');
+    const streams = await renderSource(
+      configFor(app, [], { DRIFTLESS_HELM: helm, HOME: '/home/argocd', HELM_CACHE_HOME: '/helm/cache', KUBE_API_VERSIONS: 'v1,apps/v1' }),
+      never,
+    );
+    assert.equal(
+      streams[0]?.text,
+      'home: /home/argocd\ncache: /helm/cache\napis: unset\nargs: template release-name . --include-crds --api-versions=v1 --api-versions=apps/v1\n',
+    );
+  });
 });

@@ -71,6 +71,16 @@ describe('runProcess', () => {
     );
   });
 
+  it('reports arguments and environment over the kernel limit as a render error, not a crash', async () => {
+    // One string over Linux' MAX_ARG_STRLEN (128 KiB), as a huge KUBE_API_VERSIONS would be.
+    const huge = 'apps/v1,'.repeat(20_000);
+    await assert.rejects(run('true', { env: { KUBE_API_VERSIONS: huge } }), (error: unknown) => {
+      assert.ok(error instanceof RenderError, String(error));
+      assert.match(error.message, /^tool run could not be started: .*E2BIG/);
+      return true;
+    });
+  });
+
   it('refuses more stdout than the limit and stops the program', async () => {
     const dir = await tempDir();
     const pidFile = path.join(dir, 'pid');
