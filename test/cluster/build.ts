@@ -1,0 +1,267 @@
+/**
+ * Builds the test cluster's binaries from the Go modules in `test/cluster/go/`
+ * and extracts the pinned CRDs from module zips, into a cache outside the clone.
+ *
+ * Each artifact lives in its own directory keyed by a hash of everything that
+ * determines it (its Go module's files, the Go version, the link flags, the
+ * pinned versions), so editing the small kwok wrapper does not rebuild the
+ * 15-minute Kubernetes binary, and a stale artifact can never be reused.
+ */
+import { createHash } from 'node:crypto';
+import { copyFile, mkdir, mkdtemp, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
+import { homedir, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { CommandError, runCommand } from './exec.ts';
+import { crdSources, kubernetesVersion, type CrdSource } from './versions.ts';
+
+/** Paths of everything a cluster start needs, all inside the cache. */
+export interface ClusterBinaries {
+  /** Multi-call binary: `k8s kube-apiserver|kube-controller-manager|kube-scheduler`. */
+  readonly k8s: string;
+  readonly etcd: string;
+  /** kwok's controller, standing in for the kubelet. */
+  readonly kwok: string;
+  /** The real Argo Rollouts controller; absent when not asked for. */
+  readonly rolloutsController?: string;
+  /** CRD YAML files, one CRD each, in `crdSources` order. */
+  readonly crdFiles: readonly string[];
+}
+
+/** Building a binary or fetching a CRD failed. */
+export class ClusterBuildError extends Error {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'ClusterBuildError';
+  }
+}
+
+/** How one binary is built from one wrapper module. */
+interface GoBinarySpec {
+  readonly name: 'k8s' | 'etcd' | 'kwok' | 'rollouts-controller';
+  /** Directory of the wrapper module under test/cluster/go. */
+  readonly module: string;
+  /** Package to build, relative to the module (`.`) or a `tool` package path. */
+  readonly pkg: string;
+  readonly ldflags: readonly string[];
+}
+
+const goModulesDir = join(import.meta.dirname, 'go');
+
+/** Stamps the release into the binaries, so /version and --version tell the truth. */
+function kubernetesVersionFlags(): string[] {
+  const [major, minor] = kubernetesVersion.replace(/^v/, '').split('.');
+  return [
+    `-X k8s.io/component-base/version.gitVersion=${kubernetesVersion}`,
+    `-X k8s.io/component-base/version.gitMajor=${major}`,
+    `-X k8s.io/component-base/version.gitMinor=${minor}`,
+    '-X k8s.io/component-base/version.gitTreeState=clean',
+    `-X k8s.io/client-go/pkg/version.gitVersion=${kubernetesVersion}`,
+  ];
+}
+
+/** Small builds first, so a broken environment fails in seconds, not after the big one. */
+const binarySpecs: readonly GoBinarySpec[] = [
+  { name: 'etcd', module: 'etcd', pkg: 'go.etcd.io/etcd/server/v3', ldflags: [] },
+  { name: 'kwok', module: 'kwok', pkg: 'sigs.k8s.io/kwok/cmd/kwok', ldflags: [] },
+  { name: 'k8s', module: 'k8s', pkg: '.', ldflags: kubernetesVersionFlags() },
+  {
+    name: 'rollouts-controller',
+    module: 'rollouts',
+    pkg: 'github.com/argoproj/argo-rollouts/cmd/rollouts-controller',
+    ldflags: [],
+  },
+];
+
+/** `${XDG_CACHE_HOME:-$HOME/.cache}/driftless/cluster`: outside the clone, shared by clones. */
+export function clusterCacheDir(): string {
+  const base = process.env['XDG_CACHE_HOME'] || join(homedir(), '.cache');
+  return join(base, 'driftless', 'cluster');
+}
+
+/** Environment for every go command: no toolchain download, static binaries, go.sum enforced. */
+function goEnvironment(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    GOTOOLCHAIN: 'local',
+    CGO_ENABLED: '0',
+    // -mod=readonly: the committed go.sum is the only source of truth for hashes.
+    GOFLAGS: '-mod=readonly -buildvcs=false',
+    ...extra,
+  };
+}
+
+async function pathExists(path: string): Promise<boolean> {
+  try {
+    await stat(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Hashes every file of a wrapper module (go.mod, go.sum, *.go) by relative path and content. */
+async function hashModule(hash: ReturnType<typeof createHash>, moduleDir: string): Promise<void> {
+  const entries = await readdir(moduleDir, { recursive: true, withFileTypes: true });
+  const files = entries
+    .filter((entry) => entry.isFile())
+    .map((entry) => join(entry.parentPath, entry.name))
+    .sort();
+  for (const file of files) {
+    hash.update(file.slice(moduleDir.length)).update('\0').update(await readFile(file)).update('\0');
+  }
+}
+
+/**
+ * Moves a finished build into place. A concurrent builder may have won the race;
+ * its result is equivalent, so ours is discarded.
+ */
+async function publish(stagingDir: string, finalDir: string): Promise<void> {
+  try {
+    await rename(stagingDir, finalDir);
+  } catch (error) {
+    if (!(await pathExists(finalDir))) throw error;
+    await rm(stagingDir, { recursive: true, force: true });
+  }
+}
+
+function log(line: string): void {
+  process.stderr.write(`[test cluster] ${line}\n`);
+}
+
+async function ensureGoBinary(spec: GoBinarySpec, goVersion: string): Promise<string> {
+  const moduleDir = join(goModulesDir, spec.module);
+  const hash = createHash('sha256').update(`${spec.name}\0${spec.pkg}\0${goVersion}\0${spec.ldflags.join(' ')}\0`);
+  await hashModule(hash, moduleDir);
+  const finalDir = join(clusterCacheDir(), `${spec.name}-${hash.digest('hex').slice(0, 16)}`);
+  const binary = join(finalDir, spec.name);
+  if (await pathExists(binary)) return binary;
+
+  await mkdir(clusterCacheDir(), { recursive: true });
+  const stagingDir = await mkdtemp(join(clusterCacheDir(), `.${spec.name}-building-`));
+  const started = Date.now();
+  log(`building ${spec.name} from ${moduleDir} (the first build of k8s takes ~15-25 min on 2 cores)`);
+  try {
+    await runCommand(
+      'go',
+      ['build', '-trimpath', '-ldflags', ['-s', '-w', ...spec.ldflags].join(' '), '-o', join(stagingDir, spec.name), spec.pkg],
+      { cwd: moduleDir, env: goEnvironment() },
+    );
+    await publish(stagingDir, finalDir);
+  } catch (error) {
+    await rm(stagingDir, { recursive: true, force: true });
+    throw new ClusterBuildError(`building ${spec.name} failed`, { cause: error });
+  }
+  log(`built ${spec.name} in ${Math.round((Date.now() - started) / 1000)} s`);
+  return binary;
+}
+
+/** `go mod download -json` output fields we use. */
+interface DownloadedModule {
+  readonly Dir?: string;
+  readonly Sum?: string;
+  readonly Error?: string;
+}
+
+/** Downloads one module zip (or finds it in the module cache) and checks its hash. */
+async function downloadModule(source: CrdSource, scratchDir: string): Promise<string> {
+  const extraEnv: NodeJS.ProcessEnv = source.notInChecksumDatabase ? { GONOSUMDB: source.module } : {};
+  let output: string;
+  try {
+    // Run outside any module (scratchDir is empty), so no go.mod constrains or records it.
+    output = (
+      await runCommand('go', ['mod', 'download', '-json', `${source.module}@${source.version}`], {
+        cwd: scratchDir,
+        env: goEnvironment({ ...extraEnv, GOFLAGS: '-mod=mod' }),
+      })
+    ).stdout;
+  } catch (error) {
+    const detail = error instanceof CommandError ? error.stderr : '';
+    throw new ClusterBuildError(`downloading ${source.module}@${source.version} failed ${detail}`, { cause: error });
+  }
+  const downloaded = JSON.parse(output) as DownloadedModule;
+  if (downloaded.Error || !downloaded.Dir) {
+    throw new ClusterBuildError(`downloading ${source.module}@${source.version}: ${downloaded.Error ?? 'no Dir'}`);
+  }
+  if (downloaded.Sum !== source.sum) {
+    throw new ClusterBuildError(
+      `${source.module}@${source.version} has hash ${downloaded.Sum}, but versions.ts pins ${source.sum}`,
+    );
+  }
+  return downloaded.Dir;
+}
+
+async function ensureCrds(): Promise<string[]> {
+  const hash = createHash('sha256').update(JSON.stringify(crdSources));
+  const finalDir = join(clusterCacheDir(), `crds-${hash.digest('hex').slice(0, 16)}`);
+  const fileNames = crdSources.flatMap((source) => source.crds.map((crd) => `${crd.name}.yaml`));
+  if (await pathExists(finalDir)) return fileNames.map((name) => join(finalDir, name));
+
+  log('extracting CRDs from module zips');
+  await mkdir(clusterCacheDir(), { recursive: true });
+  const stagingDir = await mkdtemp(join(clusterCacheDir(), '.crds-building-'));
+  const scratchDir = await mkdtemp(join(tmpdir(), 'driftless-crds-'));
+  try {
+    for (const source of crdSources) {
+      const moduleDir = await downloadModule(source, scratchDir);
+      for (const { path, name } of source.crds) {
+        const file = join(moduleDir, path);
+        const crd = parseYaml(await readFile(file, 'utf8')) as { kind?: string; metadata?: { name?: string } };
+        if (crd.kind !== 'CustomResourceDefinition' || crd.metadata?.name !== name) {
+          throw new ClusterBuildError(`${source.module}@${source.version}/${path} is not the CRD ${name}`);
+        }
+        await copyFile(file, join(stagingDir, `${name}.yaml`));
+      }
+    }
+    await publish(stagingDir, finalDir);
+  } catch (error) {
+    await rm(stagingDir, { recursive: true, force: true });
+    throw error instanceof ClusterBuildError ? error : new ClusterBuildError('extracting CRDs failed', { cause: error });
+  } finally {
+    await rm(scratchDir, { recursive: true, force: true });
+  }
+  return fileNames.map((name) => join(finalDir, name));
+}
+
+async function goVersion(): Promise<string> {
+  try {
+    return (await runCommand('go', ['env', 'GOVERSION'], { cwd: goModulesDir, env: goEnvironment() })).stdout.trim();
+  } catch (error) {
+    throw new ClusterBuildError('the cluster tests need Go (1.26) on PATH to build Kubernetes', { cause: error });
+  }
+}
+
+/** Which optional artifacts `ensureClusterBinaries` should build. */
+export interface EnsureOptions {
+  /** Build the Argo Rollouts controller too (default true, so `npm test` has everything). */
+  readonly rolloutsController?: boolean;
+}
+
+/**
+ * Builds every cluster binary and extracts every CRD that is not yet in the
+ * cache; a no-op (a few hashes) when all are present. Builds run one at a time:
+ * the machine has 2 cores and the Kubernetes build alone saturates them.
+ * Progress goes to stderr.
+ * @returns the cached paths.
+ * @throws {ClusterBuildError} when Go is missing, a build fails or a CRD hash differs.
+ */
+export async function ensureClusterBinaries(options: EnsureOptions = {}): Promise<ClusterBinaries> {
+  const version = await goVersion();
+  const crdFiles = await ensureCrds();
+  const wanted = binarySpecs.filter((spec) => spec.name !== 'rollouts-controller' || options.rolloutsController !== false);
+  const paths = new Map<GoBinarySpec['name'], string>();
+  for (const spec of wanted) paths.set(spec.name, await ensureGoBinary(spec, version));
+  const path = (name: GoBinarySpec['name']): string => {
+    const found = paths.get(name);
+    if (!found) throw new ClusterBuildError(`no binary ${name}`);
+    return found;
+  };
+  const rolloutsController = paths.get('rollouts-controller');
+  return {
+    k8s: path('k8s'),
+    etcd: path('etcd'),
+    kwok: path('kwok'),
+    ...(rolloutsController ? { rolloutsController } : {}),
+    crdFiles,
+  };
+}

@@ -1,0 +1,430 @@
+/**
+ * Starts a real Kubernetes control plane on loopback for tests and local runs:
+ * etcd, kube-apiserver, kube-controller-manager and kube-scheduler built from
+ * their Go modules, kwok as the kubelet of fake nodes, and the pinned CRDs.
+ *
+ * Each component is its own process on a free port with its log in the
+ * cluster's temp dir. Everything is torn down by `stop()`, on process exit,
+ * on SIGINT/SIGTERM, and by the kernel if this process dies abruptly.
+ */
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { readFile, rm, writeFile, mkdir, mkdtemp } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseAllDocuments, stringify } from 'yaml';
+import { createApiClient, type ApiClient, type ApiCredentials, type KubeObject } from './api.ts';
+import { ensureClusterBinaries, type ClusterBinaries } from './build.ts';
+import { fakeNodeAnnotation, renderKwokStages } from './kwok-stages.ts';
+import { startComponent, tailLog, type Component, type ComponentSpec } from './processes.ts';
+import { waitFor } from './wait.ts';
+
+export { readinessAnnotation } from './kwok-stages.ts';
+
+/** Options of `startCluster`. All optional. */
+export interface ClusterOptions {
+  /** Number of fake nodes (default 1). */
+  readonly nodes?: number;
+  /** Binding → Running/Ready delay of the fake kubelet, in ms (default 300). */
+  readonly podReadyDelayMs?: number;
+  /** Running → Succeeded delay for Job pods, in ms (default 1000). */
+  readonly jobCompleteDelayMs?: number;
+  /**
+   * Serve lists and watches from the API server's watch cache (default true, as in
+   * every real cluster). With false, watches go straight to etcd, so a watch from any
+   * uncompacted resourceVersion resumes even across an API server restart; with the
+   * cache, a restarted server answers 410 Expired for versions older than its cache.
+   */
+  readonly watchCache?: boolean;
+  /** Also run the real Argo Rollouts controller (default false). */
+  readonly rolloutsController?: boolean;
+  /** Keep the temp dir (state and logs) after `stop()` (default: only if DRIFTLESS_KEEP_CLUSTER is set). */
+  readonly keepStateDir?: boolean;
+}
+
+/** A running cluster. */
+export interface Cluster {
+  /** Admin kubeconfig (user `admin` in group `system:masters`) as YAML. */
+  readonly kubeconfig: string;
+  /** Path of the same kubeconfig on disk. */
+  readonly kubeconfigPath: string;
+  /** `https://127.0.0.1:<port>` */
+  readonly server: string;
+  /** PEM of the certificate authority for the API server's serving certificate. */
+  readonly ca: string;
+  /** Client with admin rights. */
+  readonly admin: ApiClient;
+  /** Temp dir holding state, certificates and `logs/`. */
+  readonly stateDir: string;
+  /** Mints a token for a ServiceAccount through the TokenRequest API (for least-privilege tests). */
+  tokenFor(namespace: string, serviceAccount: string, expirationSeconds?: number): Promise<string>;
+  /** A client authenticated as a ServiceAccount; create the account first. */
+  clientFor(namespace: string, serviceAccount: string): Promise<ApiClient>;
+  /** A kubeconfig (YAML) for a ServiceAccount, for code under test that reads kubeconfigs. */
+  kubeconfigFor(namespace: string, serviceAccount: string): Promise<string>;
+  /** Creates a fresh namespace and waits until its `default` ServiceAccount exists (pods need it). */
+  newNamespace(prefix?: string): Promise<string>;
+  /** Stops and restarts kube-apiserver on the same port and data, for watch-resume tests. */
+  restartApiServer(): Promise<void>;
+  /** The last lines of every component's log, for a failing test to print. */
+  logs(lines?: number): Promise<string>;
+  /** Stops every component and removes the temp dir. Idempotent. */
+  stop(): Promise<void>;
+}
+
+/** The cluster could not be started. Its message includes the failing component's log tail. */
+export class ClusterStartError extends Error {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'ClusterStartError';
+  }
+}
+
+const startTimeoutMs = 90_000;
+
+/** Controllers the tests (and Driftless) rely on, plus what keeps namespaces and pods tidy. */
+const controllers = [
+  'deployment-controller',
+  'replicaset-controller',
+  'statefulset-controller',
+  'daemonset-controller',
+  'job-controller',
+  'cronjob-controller',
+  'disruption-controller',
+  'garbage-collector-controller',
+  'namespace-controller',
+  'serviceaccount-controller',
+  'serviceaccount-token-controller',
+  'root-ca-certificate-publisher-controller',
+  'pod-garbage-collector-controller',
+  'ttl-after-finished-controller',
+  'endpoints-controller',
+  'endpointslice-controller',
+  'resourcequota-controller',
+  'clusterrole-aggregation-controller',
+];
+
+/** A free TCP port on 127.0.0.1 (the OS picks it; there is a small window before it is used). */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+function kubeconfigYaml(server: string, ca: string, user: string, token: string): string {
+  return stringify({
+    apiVersion: 'v1',
+    kind: 'Config',
+    clusters: [{ name: 'driftless-test', cluster: { server, 'certificate-authority-data': Buffer.from(ca).toString('base64') } }],
+    users: [{ name: user, user: { token } }],
+    contexts: [{ name: 'driftless-test', context: { cluster: 'driftless-test', user } }],
+    'current-context': 'driftless-test',
+  });
+}
+
+/** Waits until an object exists; 404 means "not yet". */
+async function exists(client: ApiClient, path: string): Promise<boolean> {
+  return (await client.send('GET', path)).status === 200;
+}
+
+/**
+ * Starts a cluster, building the binaries first if the cache lacks them.
+ * @throws {ClusterStartError} with the failing component's log tail.
+ */
+export async function startCluster(options: ClusterOptions = {}): Promise<Cluster> {
+  const binaries = await ensureClusterBinaries({ rolloutsController: options.rolloutsController ?? false });
+  const stateDir = await mkdtemp(join(tmpdir(), 'driftless-cluster-'));
+  const logDir = join(stateDir, 'logs');
+  await mkdir(logDir);
+  const components = new Map<string, Component>();
+  const keepStateDir = options.keepStateDir ?? Boolean(process.env['DRIFTLESS_KEEP_CLUSTER']);
+
+  const killAll = (): void => {
+    for (const component of components.values()) component.killNow();
+  };
+  let stopped: Promise<void> | undefined;
+  const stop = (): Promise<void> => {
+    stopped ??= (async () => {
+      process.off('exit', killAll);
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+      // Reverse start order: clients first, the store last.
+      for (const component of [...components.values()].reverse()) await component.stop();
+      admin?.close();
+      if (!keepStateDir) await rm(stateDir, { recursive: true, force: true });
+    })();
+    return stopped;
+  };
+  const onSignal = (signal: NodeJS.Signals): void => {
+    void stop().finally(() => process.kill(process.pid, signal));
+  };
+  process.on('exit', killAll);
+  // `once`: after our cleanup the re-raised signal takes its default action.
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+
+  const run = (spec: Omit<ComponentSpec, 'logFile'>): Component => {
+    const component = startComponent({ ...spec, logFile: join(logDir, `${spec.name}.log`) });
+    components.set(spec.name, component);
+    return component;
+  };
+  /** Stops waiting as soon as a component we depend on has died. */
+  const alive = (...names: string[]) => (): void => {
+    for (const name of names) {
+      if (components.get(name)?.exited()) throw new ClusterStartError(`${name} exited during start-up`);
+    }
+  };
+  const logs = async (lines = 40): Promise<string> => {
+    const parts = [];
+    for (const component of components.values()) {
+      parts.push(`----- ${component.name} (${component.logFile}) -----\n${await tailLog(component.logFile, lines)}`);
+    }
+    return parts.join('\n');
+  };
+
+  let admin: ApiClient | undefined;
+  try {
+    const [etcdClientPort, etcdPeerPort, apiPort] = [await freePort(), await freePort(), await freePort()];
+    const adminToken = randomBytes(24).toString('hex');
+    const saKeyFile = join(stateDir, 'sa.key');
+    const tokenFile = join(stateDir, 'tokens.csv');
+    const certDir = join(stateDir, 'pki');
+    const kubeconfigPath = join(stateDir, 'admin.kubeconfig');
+    const { privateKey } = generateKeyPairSync('rsa', {
+      modulusLength: 2048,
+      privateKeyEncoding: { type: 'pkcs1', format: 'pem' },
+      publicKeyEncoding: { type: 'spki', format: 'pem' },
+    });
+    await writeFile(saKeyFile, privateKey, { mode: 0o600 });
+    await writeFile(tokenFile, `${adminToken},admin,admin,"system:masters"\n`, { mode: 0o600 });
+
+    const etcdUrl = `http://127.0.0.1:${etcdClientPort}`;
+    const peerUrl = `http://127.0.0.1:${etcdPeerPort}`;
+    run({
+      name: 'etcd',
+      command: binaries.etcd,
+      args: [
+        '--name=driftless',
+        `--data-dir=${join(stateDir, 'etcd')}`,
+        `--listen-client-urls=${etcdUrl}`,
+        `--advertise-client-urls=${etcdUrl}`,
+        `--listen-peer-urls=${peerUrl}`,
+        `--initial-advertise-peer-urls=${peerUrl}`,
+        `--initial-cluster=driftless=${peerUrl}`,
+        // Test data is disposable; fsync on every write would dominate start-up and test time.
+        '--unsafe-no-fsync=true',
+        '--log-level=warn',
+      ],
+    });
+    await waitFor('etcd /readyz', async () => (await fetch(`${etcdUrl}/readyz`)).ok, {
+      timeoutMs: startTimeoutMs,
+      abortIf: alive('etcd'),
+    });
+
+    const apiServerSpec = {
+      name: 'kube-apiserver',
+      command: binaries.k8s,
+      args: [
+        'kube-apiserver',
+        `--etcd-servers=${etcdUrl}`,
+        '--bind-address=127.0.0.1',
+        '--advertise-address=127.0.0.1',
+        `--secure-port=${apiPort}`,
+        // No --tls-cert-file: the apiserver writes a self-signed CA and certificate here on first start.
+        `--cert-dir=${certDir}`,
+        `--token-auth-file=${tokenFile}`,
+        '--authorization-mode=RBAC',
+        '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
+        `--service-account-key-file=${saKeyFile}`,
+        `--service-account-signing-key-file=${saKeyFile}`,
+        '--service-cluster-ip-range=10.96.0.0/16',
+        // The `kubernetes` Service cannot point at a loopback address.
+        '--endpoint-reconciler-type=none',
+        '--allow-privileged=true',
+        '--profiling=false',
+        ...(options.watchCache === false ? ['--watch-cache=false'] : []),
+      ],
+    };
+    run(apiServerSpec);
+    const ca = await waitFor('the apiserver serving certificate', () => readFile(join(certDir, 'apiserver.crt'), 'utf8'), {
+      timeoutMs: startTimeoutMs,
+      abortIf: alive('kube-apiserver'),
+    });
+    const credentials: ApiCredentials = { server: `https://127.0.0.1:${apiPort}`, ca, token: adminToken };
+    admin = createApiClient(credentials);
+    const adminClient = admin;
+    const apiServerReady = (): Promise<boolean> =>
+      waitFor('kube-apiserver /readyz', async () => (await adminClient.send('GET', '/readyz')).status === 200, {
+        timeoutMs: startTimeoutMs,
+        abortIf: alive('kube-apiserver'),
+      });
+    await apiServerReady();
+
+    const kubeconfig = kubeconfigYaml(credentials.server, ca, 'admin', adminToken);
+    await writeFile(kubeconfigPath, kubeconfig, { mode: 0o600 });
+
+    // CRDs go in before the controller manager starts, so the garbage collector's
+    // first discovery already sees them (it re-reads discovery only every 30 s).
+    await installCrds(admin, binaries);
+
+    run({
+      name: 'kube-controller-manager',
+      command: binaries.k8s,
+      args: [
+        'kube-controller-manager',
+        `--kubeconfig=${kubeconfigPath}`,
+        '--leader-elect=false',
+        // 0: no health/metrics endpoint, so parallel clusters never fight over a port.
+        '--secure-port=0',
+        `--controllers=${controllers.join(',')}`,
+        `--service-account-private-key-file=${saKeyFile}`,
+        `--root-ca-file=${join(certDir, 'apiserver.crt')}`,
+        '--use-service-account-credentials=false',
+        '--kube-api-qps=200',
+        '--kube-api-burst=400',
+        // Pods from terminated Jobs and deleted owners go quickly in tests.
+        '--terminated-pod-gc-threshold=100',
+      ],
+    });
+    run({
+      name: 'kube-scheduler',
+      command: binaries.k8s,
+      args: ['kube-scheduler', `--kubeconfig=${kubeconfigPath}`, '--leader-elect=false', '--secure-port=0'],
+    });
+    const stagesFile = join(stateDir, 'kwok-stages.yaml');
+    await writeFile(
+      stagesFile,
+      renderKwokStages({
+        podReadyDelayMs: options.podReadyDelayMs ?? 300,
+        jobCompleteDelayMs: options.jobCompleteDelayMs ?? 1000,
+      }),
+    );
+    run({
+      name: 'kwok',
+      command: binaries.kwok,
+      args: [
+        `--kubeconfig=${kubeconfigPath}`,
+        `--config=${stagesFile}`,
+        `--manage-nodes-with-annotation-selector=${fakeNodeAnnotation}=fake`,
+        '--node-ip=10.0.0.1',
+        '--cidr=10.244.0.0/16',
+      ],
+    });
+    for (let index = 0; index < (options.nodes ?? 1); index++) await createFakeNode(admin, `fake-node-${index}`);
+    await waitFor(
+      'the fake nodes to become Ready',
+      async () => {
+        const nodes = await adminClient.request<{ items: KubeObject[] }>('GET', '/api/v1/nodes');
+        return nodes.items.length === (options.nodes ?? 1) && nodes.items.every(isReady);
+      },
+      { timeoutMs: startTimeoutMs, abortIf: alive('kwok', 'kube-apiserver') },
+    );
+    await waitFor('the default ServiceAccount', () => exists(adminClient, '/api/v1/namespaces/default/serviceaccounts/default'), {
+      timeoutMs: startTimeoutMs,
+      abortIf: alive('kube-controller-manager'),
+    });
+    if (binaries.rolloutsController) {
+      run({
+        name: 'argo-rollouts',
+        command: binaries.rolloutsController,
+        args: [`--kubeconfig=${kubeconfigPath}`, '--leader-elect=false', '--healthzPort=0', '--metricsport=0'],
+      });
+    }
+
+    const tokenFor = async (namespace: string, serviceAccount: string, expirationSeconds = 3600): Promise<string> => {
+      const response = await adminClient.request<{ status: { token: string } }>(
+        'POST',
+        `/api/v1/namespaces/${namespace}/serviceaccounts/${serviceAccount}/token`,
+        { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds } },
+      );
+      return response.status.token;
+    };
+
+    return {
+      kubeconfig,
+      kubeconfigPath,
+      server: credentials.server,
+      ca,
+      admin,
+      stateDir,
+      tokenFor,
+      async clientFor(namespace, serviceAccount) {
+        return createApiClient({ ...credentials, token: await tokenFor(namespace, serviceAccount) });
+      },
+      async kubeconfigFor(namespace, serviceAccount) {
+        return kubeconfigYaml(credentials.server, ca, `${namespace}-${serviceAccount}`, await tokenFor(namespace, serviceAccount));
+      },
+      async newNamespace(prefix = 'test') {
+        const namespace = await adminClient.request('POST', '/api/v1/namespaces', {
+          apiVersion: 'v1',
+          kind: 'Namespace',
+          metadata: { generateName: `${prefix}-` },
+        });
+        const name = namespace.metadata?.name ?? '';
+        await waitFor(`ServiceAccount ${name}/default`, () =>
+          exists(adminClient, `/api/v1/namespaces/${name}/serviceaccounts/default`),
+        );
+        return name;
+      },
+      async restartApiServer() {
+        await components.get('kube-apiserver')?.stop();
+        run(apiServerSpec);
+        await apiServerReady();
+      },
+      logs,
+      stop,
+    };
+  } catch (error) {
+    const detail = await logs();
+    await stop();
+    throw new ClusterStartError(`starting the test cluster failed: ${String(error)}\n${detail}`, { cause: error });
+  }
+}
+
+function isReady(object: KubeObject): boolean {
+  const conditions = (object.status?.['conditions'] ?? []) as { type: string; status: string }[];
+  return conditions.some((condition) => condition.type === 'Ready' && condition.status === 'True');
+}
+
+async function createFakeNode(admin: ApiClient, name: string): Promise<void> {
+  await admin.request('POST', '/api/v1/nodes', {
+    apiVersion: 'v1',
+    kind: 'Node',
+    metadata: {
+      name,
+      annotations: { [fakeNodeAnnotation]: 'fake', 'node.alpha.kubernetes.io/ttl': '0' },
+      labels: { 'kubernetes.io/hostname': name, 'kubernetes.io/os': 'linux', 'kubernetes.io/arch': 'amd64', type: 'kwok' },
+    },
+    spec: {},
+  });
+  // Admission gives every new Node the taint node.kubernetes.io/not-ready; the node
+  // lifecycle controller would lift it once the node is Ready, but it does not run here
+  // (it would also evict pods whenever a heartbeat came late on a loaded machine).
+  await admin.request('PATCH', `/api/v1/nodes/${name}`, { spec: { taints: null } }, { contentType: 'application/merge-patch+json' });
+}
+
+/** Creates every pinned CRD and waits until the API server serves it. */
+async function installCrds(admin: ApiClient, binaries: ClusterBinaries): Promise<void> {
+  const names: string[] = [];
+  for (const file of binaries.crdFiles) {
+    for (const document of parseAllDocuments(await readFile(file, 'utf8'))) {
+      const crd = document.toJS() as KubeObject | null;
+      if (!crd) continue;
+      await admin.request('POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd);
+      names.push(crd.metadata?.name ?? '');
+    }
+  }
+  for (const name of names) {
+    await waitFor(`CRD ${name} to be Established`, async () => {
+      const crd = await admin.request('GET', `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`);
+      const conditions = (crd.status?.['conditions'] ?? []) as { type: string; status: string }[];
+      return conditions.some((condition) => condition.type === 'Established' && condition.status === 'True');
+    });
+  }
+}

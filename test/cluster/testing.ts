@@ -1,0 +1,110 @@
+/**
+ * node:test glue for cluster tests: one cluster per test file, one namespace
+ * per test, and the components' logs printed when a test fails.
+ */
+import { after, before, test, type TestContext } from 'node:test';
+import type { ApiClient, KubeList, KubeObject } from './api.ts';
+import { startCluster, type Cluster, type ClusterOptions } from './harness.ts';
+import { waitFor, type WaitOptions } from './wait.ts';
+
+/** What a cluster test receives. */
+export interface ClusterTestContext {
+  readonly cluster: Cluster;
+  /** A namespace created for this test alone. */
+  readonly namespace: string;
+  readonly t: TestContext;
+}
+
+/** A cluster shared by the tests of one file. */
+export interface ClusterFixture {
+  /** Declares a test that runs in its own namespace of the file's cluster. */
+  test(name: string, body: (context: ClusterTestContext) => Promise<void>, options?: { timeout?: number }): void;
+}
+
+/**
+ * Starts a cluster before the file's tests and stops it after them. The first
+ * start may build the binaries; `npm test` builds them beforehand in test/setup.ts.
+ */
+export function useCluster(options: ClusterOptions = {}): ClusterFixture {
+  let cluster: Cluster | undefined;
+  before(async () => {
+    cluster = await startCluster(options);
+  }, { timeout: 60 * 60_000 });
+  after(async () => {
+    await cluster?.stop();
+  });
+  return {
+    test(name, body, testOptions = {}) {
+      test(name, { timeout: testOptions.timeout ?? 120_000 }, async (t) => {
+        if (!cluster) throw new Error('the test cluster did not start (see the before hook)');
+        const namespace = await cluster.newNamespace();
+        try {
+          await body({ cluster, namespace, t });
+        } catch (error) {
+          // The reason a controller did not act is usually in its log, not in the assertion.
+          process.stderr.write(`\n${name} failed; cluster logs (state in ${cluster.stateDir}):\n${await cluster.logs()}\n`);
+          throw error;
+        }
+        // Deleting exercises the namespace controller; the test does not wait for it.
+        await cluster.admin.send('DELETE', `/api/v1/namespaces/${namespace}`);
+      });
+    },
+  };
+}
+
+/** Creates an object through its collection path and returns what the server stored. */
+export function create<T extends KubeObject = KubeObject>(client: ApiClient, collection: string, object: KubeObject): Promise<T> {
+  return client.request<T>('POST', collection, object);
+}
+
+/** Lists pods of a namespace matching a label selector. */
+export async function listPods(client: ApiClient, namespace: string, selector: string): Promise<KubeObject[]> {
+  const list = await client.request<KubeList>(
+    'GET',
+    `/api/v1/namespaces/${namespace}/pods?labelSelector=${encodeURIComponent(selector)}`,
+  );
+  return list.items;
+}
+
+/** True when a pod has the condition Ready=True. */
+export function podIsReady(pod: KubeObject): boolean {
+  const conditions = (pod.status?.['conditions'] ?? []) as { type: string; status: string }[];
+  return conditions.some((condition) => condition.type === 'Ready' && condition.status === 'True');
+}
+
+/** Waits until a Deployment has rolled out completely: all replicas updated, ready and available, none old. */
+export function waitForDeploymentRollout(
+  client: ApiClient,
+  namespace: string,
+  name: string,
+  options: WaitOptions = {},
+): Promise<KubeObject> {
+  return waitFor(
+    `Deployment ${namespace}/${name} to roll out`,
+    async () => {
+      const deployment = await client.request('GET', `/apis/apps/v1/namespaces/${namespace}/deployments/${name}`);
+      const status = (deployment.status ?? {}) as Record<string, number | undefined>;
+      const replicas = (deployment.spec?.['replicas'] as number | undefined) ?? 1;
+      const done =
+        status['observedGeneration'] === deployment.metadata?.generation &&
+        status['updatedReplicas'] === replicas &&
+        status['readyReplicas'] === replicas &&
+        status['availableReplicas'] === replicas &&
+        (status['replicas'] ?? 0) === replicas;
+      return done ? deployment : undefined;
+    },
+    { timeoutMs: 60_000, ...options },
+  );
+}
+
+/** A minimal pod template: kwok never runs the image, so any name does. */
+export function podTemplate(labels: Record<string, string>, annotations: Record<string, string> = {}): KubeObject {
+  return {
+    metadata: { labels, annotations },
+    spec: {
+      // Short grace: the fake kubelet honours the grace period before removing a pod.
+      terminationGracePeriodSeconds: 1,
+      containers: [{ name: 'app', image: 'registry.invalid/app:1' }],
+    },
+  };
+}

@@ -1,0 +1,83 @@
+/**
+ * Every version the test cluster pins, in one place. The Go modules in
+ * `test/cluster/go/*` pin the binaries' versions through their go.mod/go.sum;
+ * this file pins the modules whose zips only supply CRD YAML, and names the
+ * Kubernetes version stamped into the binaries. Changing anything here changes
+ * the cache key, so the next `ensureClusterBinaries()` rebuilds.
+ */
+
+/** Kubernetes release built from k8s.io/kubernetes (staging modules at v0.36.3). */
+export const kubernetesVersion = 'v1.36.3';
+
+/** CRD files taken from one Go module zip on the module proxy. */
+export interface CrdSource {
+  /** Go module path. */
+  readonly module: string;
+  /** Exact module version. */
+  readonly version: string;
+  /**
+   * The module zip's `h1:` hash. Checked after download, so the CRDs are
+   * reproducible even for a module the checksum database does not know.
+   */
+  readonly sum: string;
+  /**
+   * Set when sum.golang.org does not know this module: the download then skips
+   * the checksum database and relies on `sum` above alone.
+   */
+  readonly notInChecksumDatabase?: true;
+  /** The CRDs: path inside the module, and the `metadata.name` checked after reading it. */
+  readonly crds: readonly { readonly path: string; readonly name: string }[];
+}
+
+/** The CRDs installed into every test cluster before the controllers start. */
+export const crdSources: readonly CrdSource[] = [
+  {
+    module: 'github.com/argoproj/argo-rollouts',
+    // v1.10.2 needs go >= 1.26.10; v1.10.1 is the newest that works with go 1.26.8.
+    version: 'v1.10.1',
+    sum: 'h1:6oyVPGiHHxu3ixkT6mngemh88HLPDoTX1IwO6KNR1Y4=',
+    // All five: the Rollouts controller will not start without its analysis and experiment kinds.
+    crds: [
+      { path: 'manifests/crds/rollout-crd.yaml', name: 'rollouts.argoproj.io' },
+      { path: 'manifests/crds/analysis-run-crd.yaml', name: 'analysisruns.argoproj.io' },
+      { path: 'manifests/crds/analysis-template-crd.yaml', name: 'analysistemplates.argoproj.io' },
+      { path: 'manifests/crds/cluster-analysis-template-crd.yaml', name: 'clusteranalysistemplates.argoproj.io' },
+      { path: 'manifests/crds/experiment-crd.yaml', name: 'experiments.argoproj.io' },
+    ],
+  },
+  {
+    module: 'sigs.k8s.io/secrets-store-csi-driver',
+    // The proxy serves this exact version but lists none, and sum.golang.org answers 404 for it.
+    version: 'v1.5.4',
+    sum: 'h1:enl+v1+JbKDyVjdfT/7CillZsc4rLAM9tTHyf7GeLxc=',
+    notInChecksumDatabase: true,
+    crds: [
+      {
+        path: 'config/crd/bases/secrets-store.csi.x-k8s.io_secretproviderclasses.yaml',
+        name: 'secretproviderclasses.secrets-store.csi.x-k8s.io',
+      },
+      {
+        path: 'config/crd/bases/secrets-store.csi.x-k8s.io_secretproviderclasspodstatuses.yaml',
+        name: 'secretproviderclasspodstatuses.secrets-store.csi.x-k8s.io',
+      },
+    ],
+  },
+  {
+    module: 'github.com/cert-manager/cert-manager',
+    version: 'v1.21.2',
+    sum: 'h1:UWgoYM+KLNtRlqmoWOKjKBOBUPVHeepQ6/ac3ERJW68=',
+    crds: [{ path: 'deploy/crds/cert-manager.io_certificates.yaml', name: 'certificates.cert-manager.io' }],
+  },
+  {
+    module: 'github.com/external-secrets/external-secrets',
+    version: 'v1.3.2',
+    sum: 'h1:u2J8RjlHIeF0oZCqtl92adI/uZWUwOesJIDkfql6LqQ=',
+    crds: [{ path: 'config/crds/bases/external-secrets.io_externalsecrets.yaml', name: 'externalsecrets.external-secrets.io' }],
+  },
+  {
+    module: 'github.com/bitnami-labs/sealed-secrets',
+    version: 'v0.40.0',
+    sum: 'h1:rvCP35JL8ZV5LNA2SrwNR6iLyoM3ulrSFWN0lBtYEYI=',
+    crds: [{ path: 'helm/sealed-secrets/crds/bitnami.com_sealedsecrets.yaml', name: 'sealedsecrets.bitnami.com' }],
+  },
+];

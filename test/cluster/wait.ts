@@ -1,0 +1,50 @@
+/**
+ * Polling until a condition holds, for cluster start-up and for tests that
+ * wait on controllers. Every wait has a deadline and says what it waited for.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+
+/** A condition did not hold before its deadline. */
+export class WaitTimeoutError extends Error {
+  constructor(description: string, timeoutMs: number, options?: ErrorOptions) {
+    super(`timed out after ${timeoutMs} ms waiting for ${description}`, options);
+    this.name = 'WaitTimeoutError';
+  }
+}
+
+/** Options of `waitFor`. */
+export interface WaitOptions {
+  readonly timeoutMs?: number;
+  readonly intervalMs?: number;
+  /** Called before every attempt; throw from it to stop waiting early (e.g. a process died). */
+  readonly abortIf?: () => void;
+}
+
+/**
+ * Calls `check` until it returns a value other than `undefined` or `false`,
+ * and returns that value. Errors thrown by `check` count as "not yet"; the
+ * last one becomes the timeout error's cause.
+ * @throws {WaitTimeoutError} when the deadline passes.
+ */
+export async function waitFor<T>(
+  description: string,
+  check: () => Promise<T | undefined | false> | T | undefined | false,
+  options: WaitOptions = {},
+): Promise<T> {
+  const timeoutMs = options.timeoutMs ?? 30_000;
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  for (;;) {
+    options.abortIf?.();
+    try {
+      const result = await check();
+      if (result !== undefined && result !== false) return result;
+    } catch (error) {
+      lastError = error;
+    }
+    if (Date.now() > deadline) {
+      throw new WaitTimeoutError(description, timeoutMs, lastError === undefined ? undefined : { cause: lastError });
+    }
+    await sleep(options.intervalMs ?? 200);
+  }
+}
