@@ -73,6 +73,9 @@ export function scalarResolver(options: ParseOptions & DocumentOptions & SchemaO
     throw new GiveUp();
   };
   return (source: string): unknown => {
+    // Every non-string tag of the YAML 1.1 schema (null, bool, int, float) starts with one of these
+    // characters; anything else is a string without trying ten regular expressions.
+    if (!MAYBE_NOT_STRING.test(source)) return source;
     if (cache.has(source)) return cache.get(source);
     const tag = tags.find((t) => (t.test as RegExp).test(source));
     let value: unknown = source;
@@ -105,6 +108,7 @@ export function readFastDocument(text: string, start: number, end: number, resol
   }
 }
 
+const MAYBE_NOT_STRING = /^[-+.0-9~nNyYtTfFoOeE]/;
 const PLAIN_FORBIDDEN_START = /^[?:,[\]{}#&*!|>'"%@`]|^-(?:[ ]|$)/;
 const KEY_END = /:(?: |$)/;
 
@@ -169,7 +173,7 @@ class Reader {
       if (next === undefined || next.indent < indent) break;
       if (next.indent > indent) throw new GiveUp();
       const col = next.start + indent;
-      if (this.#text.charCodeAt(col) === 45 /* - */ && /^-(?:[ \n]|$)/.test(this.#text.slice(col, col + 2))) break; // an indentless sequence ends us
+      if (this.#text.charCodeAt(col) === 45 /* - */ && this.#isDash(col)) break; // an indentless sequence ends us
       keyStart = col;
     }
     return { type: 'map', flow: false, range: [firstKey, rangeEnd], pairs };
@@ -185,7 +189,7 @@ class Reader {
       const line = this.#peek();
       if (line === undefined || line.indent !== indent) break;
       const dash = line.start + indent;
-      if (this.#text.charCodeAt(dash) !== 45 || !/^-(?:[ \n]|$)/.test(this.#text.slice(dash, dash + 2))) break;
+      if (this.#text.charCodeAt(dash) !== 45 || !this.#isDash(dash)) break;
       let content = dash + 1;
       while (content < line.end && this.#text.charCodeAt(content) === 32) content++;
       let item: FastNode;
@@ -200,7 +204,7 @@ class Reader {
         item = this.#mapping(content - line.start, content);
       } else {
         const c = this.#text.charCodeAt(content);
-        if (c === 45 /* - */ && /^-(?:[ \n]|$)/.test(this.#text.slice(content, content + 2))) throw new GiveUp(); // `- - x`
+        if (c === 45 /* - */ && this.#isDash(content)) throw new GiveUp(); // `- - x`
         item = this.#inlineValue(indent, content, line);
       }
       items.push(item);
@@ -212,7 +216,7 @@ class Reader {
   /** A block node starting on `line` (a mapping or a sequence). */
   #block(line: Line): FastNode {
     const col = line.start + line.indent;
-    if (this.#text.charCodeAt(col) === 45 && /^-(?:[ \n]|$)/.test(this.#text.slice(col, col + 2))) return this.#sequence(line.indent);
+    if (this.#text.charCodeAt(col) === 45 && this.#isDash(col)) return this.#sequence(line.indent);
     if (!this.#isKey(col, line.end)) throw new GiveUp(); // a multi-line scalar or something odd
     return this.#mapping(line.indent, col);
   }
@@ -228,7 +232,7 @@ class Reader {
       if (next.indent > indent) return this.#block(next);
       if (inMap && next.indent === indent) {
         const col = next.start + indent;
-        if (this.#text.charCodeAt(col) === 45 && /^-(?:[ \n]|$)/.test(this.#text.slice(col, col + 2))) return this.#sequence(indent);
+        if (this.#text.charCodeAt(col) === 45 && this.#isDash(col)) return this.#sequence(indent);
       }
       return empty;
     }
@@ -357,6 +361,22 @@ class Reader {
     const source = text.slice(i, trimmed);
     if (source === '' || PLAIN_FORBIDDEN_START.test(source)) throw new GiveUp();
     return { source, end: trimmed };
+  }
+
+  /** A `-` followed by a space, a line break or the end: a sequence entry indicator. */
+  #isDash(i: number): boolean {
+    if (this.#text.charCodeAt(i) !== 45) return false;
+    const n = this.#text.charCodeAt(i + 1);
+    return n === 32 || n === 10 || Number.isNaN(n);
+  }
+
+  /** The offset of the first `:` followed by a space or the line end in [start, lineEnd), or -1. */
+  #keyColon(start: number, lineEnd: number): number {
+    const text = this.#text;
+    for (let i = start; i < lineEnd; i++) {
+      if (text.charCodeAt(i) === 58 && (i + 1 === lineEnd || text.charCodeAt(i + 1) === 32)) return i;
+    }
+    return -1;
   }
 
   #skipSpaces(i: number, end: number): number {
@@ -498,10 +518,11 @@ class Reader {
         return false;
       }
     }
-    const line = text.slice(start, lineEnd);
-    const hash = line.indexOf(' #');
-    const colon = line.search(KEY_END);
-    return colon !== -1 && (hash === -1 || colon < hash);
+    const colon = this.#keyColon(start, lineEnd);
+    if (colon === -1) return false;
+    // A comment before the colon makes this a plain scalar with a comment, not a key.
+    for (let i = start + 1; i < colon; i++) if (text.charCodeAt(i) === 35 && text.charCodeAt(i - 1) === 32) return false;
+    return true;
   }
 
   /** Reads `key:` at `start`; the key must be a string to both YAML and JavaScript. */
@@ -514,9 +535,9 @@ class Reader {
       [key, keyEnd] = c === 34 ? this.#doubleQuoted(start, lineEnd) : this.#singleQuoted(start, lineEnd);
       if (text.charCodeAt(keyEnd) !== 58) throw new GiveUp();
     } else {
-      const rel = text.slice(start, lineEnd).search(KEY_END);
-      if (rel <= 0) throw new GiveUp();
-      keyEnd = start + rel;
+      const colon = this.#keyColon(start, lineEnd);
+      if (colon <= start) throw new GiveUp();
+      keyEnd = colon;
       let trimmed = keyEnd;
       while (trimmed > start && text.charCodeAt(trimmed - 1) === 32) trimmed--;
       const source = text.slice(start, trimmed);

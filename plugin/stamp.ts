@@ -217,32 +217,63 @@ function flowPair(keys: readonly string[], hash: string): string {
   return rest.length === 0 ? `${quoted(key)}: ${quoted(hash)}` : `${quoted(key)}: {${flowPair(rest, hash)}}`;
 }
 
-/** The stamped text must parse to exactly the original value plus the annotations. */
+/**
+ * The stamped text must parse to exactly the original value plus the
+ * annotations: undo each stamp on the re-parsed value (no copy of the
+ * original needed) and compare what is left with the original.
+ */
 function verify(document: ParsedDocument, stamps: readonly Stamp[], text: string): void {
-  const expected = structuredClone(document.value);
-  for (const stamp of stamps) setIn(expected, [...stamp.templatePath, ...ANNOTATION_PATH], stamp.hash);
+  const fail = (): never => {
+    throw new StampVerificationError(
+      `${document.file}#${document.index}: could not add ${HASH_ANNOTATION} without changing the rest of the document (unusual YAML layout); please report this`,
+    );
+  };
   let values: unknown[];
   try {
     values = parseStream({ label: document.file, text }, { maxDocumentBytes: Number.MAX_SAFE_INTEGER, maxAliasCount: -1 }).map((d) => d.value);
   } catch {
-    values = [];
+    return fail();
   }
-  if (values.length !== 1 || !isDeepStrictEqual(values[0], expected)) {
-    throw new StampVerificationError(
-      `${document.file}#${document.index}: could not add ${HASH_ANNOTATION} without changing the rest of the document (unusual YAML layout); please report this`,
-    );
+  const reparsed = values[0];
+  if (values.length !== 1) fail();
+  for (const stamp of stamps) {
+    const before = getIn(document.value, stamp.templatePath);
+    const after = getIn(reparsed, stamp.templatePath);
+    if (!isObject(before) || !isObject(after)) return fail();
+    const metadata = after['metadata'];
+    if (!isObject(metadata)) return fail();
+    const annotations = metadata['annotations'];
+    if (!isObject(annotations) || annotations[HASH_ANNOTATION] !== stamp.hash) return fail();
+    const oldMetadata = before['metadata'];
+    const oldAnnotations = isObject(oldMetadata) ? oldMetadata['annotations'] : undefined;
+    if (isObject(oldAnnotations) && Object.hasOwn(oldAnnotations, HASH_ANNOTATION)) {
+      annotations[HASH_ANNOTATION] = oldAnnotations[HASH_ANNOTATION];
+      continue;
+    }
+    delete annotations[HASH_ANNOTATION];
+    if (isObject(oldAnnotations)) continue;
+    // The stamper created the annotations map (and maybe metadata): put back what was there.
+    if (Object.keys(annotations).length !== 0) return fail();
+    if (isObject(oldMetadata)) {
+      if (oldAnnotations === undefined && Object.hasOwn(oldMetadata, 'annotations')) metadata['annotations'] = undefined;
+      else if (oldAnnotations === undefined) delete metadata['annotations'];
+      else metadata['annotations'] = oldAnnotations;
+    } else if (Object.keys(metadata).length === 1) {
+      if (Object.hasOwn(before, 'metadata')) after['metadata'] = oldMetadata;
+      else delete after['metadata'];
+    } else {
+      return fail();
+    }
   }
+  if (!isDeepStrictEqual(reparsed, document.value)) fail();
 }
 
-function setIn(root: unknown, path: readonly (string | number)[], value: string): void {
-  let node = root as Record<string | number, unknown>;
-  path.forEach((step, i) => {
-    if (i === path.length - 1) {
-      node[step] = value;
-      return;
-    }
-    const next = node[step];
-    if (next === null || next === undefined || typeof next !== 'object') node[step] = {};
-    node = node[step] as Record<string | number, unknown>;
-  });
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function getIn(root: unknown, path: readonly (string | number)[]): unknown {
+  let node = root;
+  for (const step of path) node = (node as Record<string | number, unknown> | null | undefined)?.[step];
+  return node;
 }

@@ -64,6 +64,7 @@ const TARGETED = [
   'a: "esc \\" \\\\ \\n \\t \\u00e9 \\/"\nb: "\\x41"\n',
   'on: 1\n',
   'y: yes\nn: no\n',
+  'a: e5\nb: E10\nc: .5\nd: +1\ne: +.inf\nf: Off\ng: tRUE\nh: ~x\ni: nan\nj: -\n',
   'a: yes\nb: on\nc: 0777\nd: 0x1F\ne: 1e3\nf: 2024-01-01\ng: 22:22\nh: ~\ni: null\nj: 12345678901234567890\nk: .inf\nl: -.NaN\nm: 1_000\nn1: 0b101\n',
   'a: b: c\n',
   'a: b\n  c\n',
