@@ -13,7 +13,7 @@ import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { CommandError, runCommand } from './exec.ts';
-import { crdSources, kubernetesVersion, type CrdSource } from './versions.ts';
+import { argoRolloutsVersion, crdSources, kubernetesVersion, type CrdSource } from './versions.ts';
 
 /** Paths of everything a cluster start needs, all inside the cache. */
 export interface ClusterBinaries {
@@ -69,7 +69,8 @@ const binarySpecs: readonly GoBinarySpec[] = [
     name: 'rollouts-controller',
     module: 'rollouts',
     pkg: 'github.com/argoproj/argo-rollouts/cmd/rollouts-controller',
-    ldflags: [],
+    // Without it the controller calls itself v99.99.99.
+    ldflags: [`-X github.com/argoproj/argo-rollouts/utils/version.version=${argoRolloutsVersion.replace(/^v/, '')}`],
   },
 ];
 
@@ -122,6 +123,20 @@ async function publish(stagingDir: string, finalDir: string): Promise<void> {
   } catch (error) {
     if (!(await pathExists(finalDir))) throw error;
     await rm(stagingDir, { recursive: true, force: true });
+  }
+}
+
+/** Older than any build can take: such a staging dir belongs to a build that was killed. */
+const abandonedAfterMs = 3 * 60 * 60_000;
+
+/** Removes staging directories left behind by builds that were killed mid-way. */
+async function removeAbandonedStagingDirs(): Promise<void> {
+  const entries = await readdir(clusterCacheDir()).catch(() => []);
+  for (const name of entries) {
+    if (!/^\..+-building-/.test(name)) continue;
+    const dir = join(clusterCacheDir(), name);
+    const { mtimeMs } = await stat(dir);
+    if (Date.now() - mtimeMs > abandonedAfterMs) await rm(dir, { recursive: true, force: true });
   }
 }
 
@@ -247,6 +262,7 @@ export interface EnsureOptions {
  */
 export async function ensureClusterBinaries(options: EnsureOptions = {}): Promise<ClusterBinaries> {
   const version = await goVersion();
+  await removeAbandonedStagingDirs();
   const crdFiles = await ensureCrds();
   const wanted = binarySpecs.filter((spec) => spec.name !== 'rollouts-controller' || options.rolloutsController !== false);
   const paths = new Map<GoBinarySpec['name'], string>();

@@ -8,15 +8,15 @@
  * on SIGINT/SIGTERM, and by the kernel if this process dies abruptly.
  */
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
-import { readFile, rm, writeFile, mkdir, mkdtemp } from 'node:fs/promises';
+import { readFile, rm, writeFile, mkdir } from 'node:fs/promises';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseAllDocuments, stringify } from 'yaml';
 import { createApiClient, type ApiClient, type ApiCredentials, type KubeObject } from './api.ts';
 import { ensureClusterBinaries, type ClusterBinaries } from './build.ts';
 import { fakeNodeAnnotation, renderKwokStages } from './kwok-stages.ts';
 import { startComponent, tailLog, type Component, type ComponentSpec } from './processes.ts';
+import { createStateDir, removeAbandonedStateDirs } from './state-dirs.ts';
 import { waitFor } from './wait.ts';
 
 export { readinessAnnotation } from './kwok-stages.ts';
@@ -139,7 +139,8 @@ async function exists(client: ApiClient, path: string): Promise<boolean> {
  */
 export async function startCluster(options: ClusterOptions = {}): Promise<Cluster> {
   const binaries = await ensureClusterBinaries({ rolloutsController: options.rolloutsController ?? false });
-  const stateDir = await mkdtemp(join(tmpdir(), 'driftless-cluster-'));
+  await removeAbandonedStateDirs();
+  const stateDir = await createStateDir();
   const logDir = join(stateDir, 'logs');
   await mkdir(logDir);
   const components = new Map<string, Component>();
@@ -333,7 +334,13 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
       run({
         name: 'argo-rollouts',
         command: binaries.rolloutsController,
-        args: [`--kubeconfig=${kubeconfigPath}`, '--leader-elect=false', '--healthzPort=0', '--metricsport=0'],
+        // It has no bind-address flag; free ports keep parallel clusters apart.
+        args: [
+          `--kubeconfig=${kubeconfigPath}`,
+          '--leader-elect=false',
+          `--healthzPort=${await freePort()}`,
+          `--metricsPort=${await freePort()}`,
+        ],
       });
     }
 

@@ -9,6 +9,12 @@
 /** Kubernetes release built from k8s.io/kubernetes (staging modules at v0.36.3). */
 export const kubernetesVersion = 'v1.36.3';
 
+/**
+ * Argo Rollouts release: the CRDs below and the controller built from
+ * test/cluster/go/rollouts (whose go.mod must require the same version).
+ */
+export const argoRolloutsVersion = 'v1.10.1';
+
 /** CRD files taken from one Go module zip on the module proxy. */
 export interface CrdSource {
   /** Go module path. */
@@ -34,7 +40,7 @@ export const crdSources: readonly CrdSource[] = [
   {
     module: 'github.com/argoproj/argo-rollouts',
     // v1.10.2 needs go >= 1.26.10; v1.10.1 is the newest that works with go 1.26.8.
-    version: 'v1.10.1',
+    version: argoRolloutsVersion,
     sum: 'h1:6oyVPGiHHxu3ixkT6mngemh88HLPDoTX1IwO6KNR1Y4=',
     // All five: the Rollouts controller will not start without its analysis and experiment kinds.
     crds: [
