@@ -145,7 +145,14 @@ export function parseStreamFast(stream: TextStream, limits: DocumentLimits = DEF
   for (const [index, [start, bodyStart, end, explicit]] of regions.entries()) {
     if (end - start > limits.maxDocumentBytes) throw oversize(stream.label, index, end - start, limits);
     const read = readFastDocument(text, bodyStart, end, resolvePlain);
-    if (read === undefined) return undefined;
+    if (read === undefined) {
+      // Only this document is unusual: yaml reads it alone (errors still name stream lines).
+      const entries = parseSegment(stream, text.slice(start, end), start, index, undefined, limits);
+      if (entries.length > 1) return undefined;
+      const only = entries[0]?.document;
+      if (only !== undefined) documents.push({ ...only, explicitStart: explicit });
+      continue;
+    }
     if (read.root === undefined) continue;
     documents.push({
       file: stream.label,
