@@ -154,13 +154,20 @@ export function parseStreamFast(stream: TextStream, limits: DocumentLimits = DEF
       continue;
     }
     if (read.root === undefined) continue;
+    // The tree is only needed for the few documents that get stamped: read it again then, instead of
+    // keeping thousands of trees alive (old-space garbage collection was most of the run time).
+    let root: TreeNode | undefined;
     documents.push({
       file: stream.label,
       index,
       text: text.slice(start, end),
       explicitStart: explicit,
       value: read.value,
-      root: read.root,
+      get root(): TreeNode {
+        root ??= readFastDocument(text, bodyStart, end, resolvePlain)?.root;
+        if (root === undefined) throw new Error('internal: a document read once could not be read again');
+        return root;
+      },
       rangeBase: start,
     });
   }
