@@ -116,8 +116,10 @@ const resolvePlain = scalarResolver(PARSE_OPTIONS);
 const DOC_MARKER = /^---(?=[ \n]|$)/gm;
 
 /**
- * The fast path: renderer-style YAML read by `fast-yaml.ts`. Returns
- * undefined as soon as anything is unusual, and the whole stream then goes
+ * The fast path: documents split at line-start `---` markers and read by
+ * `fast-yaml.ts`; a document it gives up on is read by yaml alone. Returns
+ * undefined when the stream's shape itself is unusual (directives, `...`,
+ * content on a `---` line, tabs, CR, JSON), and the whole stream then goes
  * through yaml, so both paths split documents and count them identically.
  */
 export function parseStreamFast(stream: TextStream, limits: DocumentLimits = DEFAULT_LIMITS): ParsedDocument[] | undefined {
