@@ -8,12 +8,12 @@
  * 15-minute Kubernetes binary, and a stale artifact can never be reused.
  */
 import { createHash } from 'node:crypto';
-import { copyFile, mkdir, mkdtemp, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { CommandError, runCommand } from './exec.ts';
-import { argoRolloutsVersion, crdSources, kubernetesVersion, type CrdSource } from './versions.ts';
+import { argoRolloutsVersion, crdSources, kubernetesVersion, type CrdFile, type CrdSource } from './versions.ts';
 
 /** Paths of everything a cluster start needs, all inside the cache. */
 export interface ClusterBinaries {
@@ -24,8 +24,14 @@ export interface ClusterBinaries {
   readonly kwok: string;
   /** The real Argo Rollouts controller; absent when not asked for. */
   readonly rolloutsController?: string;
-  /** CRD YAML files, one CRD each, in `crdSources` order. */
-  readonly crdFiles: readonly string[];
+  /** The pinned CRDs, as JSON files, in `crdSources` order. */
+  readonly crds: readonly CachedCrd[];
+}
+
+/** One CRD in the cache. */
+export interface CachedCrd extends CrdFile {
+  /** The CRD as JSON (parsing the big YAML files at every start would take seconds). */
+  readonly file: string;
 }
 
 /** Building a binary or fetching a CRD failed. */
@@ -206,11 +212,13 @@ async function downloadModule(source: CrdSource, scratchDir: string): Promise<st
   return downloaded.Dir;
 }
 
-async function ensureCrds(): Promise<string[]> {
-  const hash = createHash('sha256').update(JSON.stringify(crdSources));
+async function ensureCrds(): Promise<CachedCrd[]> {
+  // "json": the cached form. YAML parsing of the large Argo CRDs takes seconds, so they
+  // are converted once here and every cluster start reads JSON.
+  const hash = createHash('sha256').update(`json\0${JSON.stringify(crdSources)}`);
   const finalDir = join(clusterCacheDir(), `crds-${hash.digest('hex').slice(0, 16)}`);
-  const fileNames = crdSources.flatMap((source) => source.crds.map((crd) => `${crd.name}.yaml`));
-  if (await pathExists(finalDir)) return fileNames.map((name) => join(finalDir, name));
+  const cached = crdSources.flatMap((source) => source.crds.map((crd) => ({ ...crd, file: join(finalDir, `${crd.name}.json`) })));
+  if (await pathExists(finalDir)) return cached;
 
   log('extracting CRDs from module zips');
   await mkdir(clusterCacheDir(), { recursive: true });
@@ -225,7 +233,7 @@ async function ensureCrds(): Promise<string[]> {
         if (crd.kind !== 'CustomResourceDefinition' || crd.metadata?.name !== name) {
           throw new ClusterBuildError(`${source.module}@${source.version}/${path} is not the CRD ${name}`);
         }
-        await copyFile(file, join(stagingDir, `${name}.yaml`));
+        await writeFile(join(stagingDir, `${name}.json`), JSON.stringify(crd));
       }
     }
     await publish(stagingDir, finalDir);
@@ -235,7 +243,7 @@ async function ensureCrds(): Promise<string[]> {
   } finally {
     await rm(scratchDir, { recursive: true, force: true });
   }
-  return fileNames.map((name) => join(finalDir, name));
+  return cached;
 }
 
 async function goVersion(): Promise<string> {
@@ -263,7 +271,7 @@ export interface EnsureOptions {
 export async function ensureClusterBinaries(options: EnsureOptions = {}): Promise<ClusterBinaries> {
   const version = await goVersion();
   await removeAbandonedStagingDirs();
-  const crdFiles = await ensureCrds();
+  const crds = await ensureCrds();
   const wanted = binarySpecs.filter((spec) => spec.name !== 'rollouts-controller' || options.rolloutsController !== false);
   const paths = new Map<GoBinarySpec['name'], string>();
   for (const spec of wanted) paths.set(spec.name, await ensureGoBinary(spec, version));
@@ -278,6 +286,6 @@ export async function ensureClusterBinaries(options: EnsureOptions = {}): Promis
     etcd: path('etcd'),
     kwok: path('kwok'),
     ...(rolloutsController ? { rolloutsController } : {}),
-    crdFiles,
+    crds,
   };
 }

@@ -8,12 +8,12 @@
  * on SIGINT/SIGTERM, and by the kernel if this process dies abruptly.
  */
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
-import { readFile, rm, writeFile, mkdir } from 'node:fs/promises';
+import { appendFile, readFile, rm, writeFile, mkdir } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { parseAllDocuments, stringify } from 'yaml';
+import { stringify } from 'yaml';
 import { createApiClient, type ApiClient, type ApiCredentials, type KubeObject } from './api.ts';
-import { ensureClusterBinaries, type ClusterBinaries } from './build.ts';
+import { ensureClusterBinaries, type CachedCrd } from './build.ts';
 import { fakeNodeAnnotation, renderKwokStages } from './kwok-stages.ts';
 import { startComponent, tailLog, type Component, type ComponentSpec } from './processes.ts';
 import { createStateDir, removeAbandonedStateDirs } from './state-dirs.ts';
@@ -181,8 +181,14 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
       if (components.get(name)?.exited()) throw new ClusterStartError(`${name} exited during start-up`);
     }
   };
+  const startedAt = Date.now();
+  const harnessLog = join(logDir, 'harness.log');
+  /** Start-up milestones with elapsed time, so a slow or failed start shows where it stood. */
+  const milestone = async (what: string): Promise<void> => {
+    await appendFile(harnessLog, `${((Date.now() - startedAt) / 1000).toFixed(1)} s: ${what}\n`);
+  };
   const logs = async (lines = 40): Promise<string> => {
-    const parts = [];
+    const parts = [`----- harness (${harnessLog}) -----\n${await tailLog(harnessLog, lines)}`];
     for (const component of components.values()) {
       parts.push(`----- ${component.name} (${component.logFile}) -----\n${await tailLog(component.logFile, lines)}`);
     }
@@ -227,6 +233,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
       timeoutMs: startTimeoutMs,
       abortIf: alive('etcd'),
     });
+    await milestone('etcd ready');
 
     const apiServerSpec = {
       name: 'kube-apiserver',
@@ -266,33 +273,20 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
         abortIf: alive('kube-apiserver'),
       });
     await apiServerReady();
+    await milestone('kube-apiserver ready');
 
     const kubeconfig = kubeconfigYaml(credentials.server, ca, 'admin', adminToken);
     await writeFile(kubeconfigPath, kubeconfig, { mode: 0o600 });
 
-    // CRDs go in before the controller manager starts, so the garbage collector's
-    // first discovery already sees them (it re-reads discovery only every 30 s).
-    await installCrds(admin, binaries);
-
-    run({
-      name: 'kube-controller-manager',
-      command: binaries.k8s,
-      args: [
-        'kube-controller-manager',
-        `--kubeconfig=${kubeconfigPath}`,
-        '--leader-elect=false',
-        // 0: no health/metrics endpoint, so parallel clusters never fight over a port.
-        '--secure-port=0',
-        `--controllers=${controllers.join(',')}`,
-        `--service-account-private-key-file=${saKeyFile}`,
-        `--root-ca-file=${join(certDir, 'apiserver.crt')}`,
-        '--use-service-account-credentials=false',
-        '--kube-api-qps=200',
-        '--kube-api-burst=400',
-        // Pods from terminated Jobs and deleted owners go quickly in tests.
-        '--terminated-pod-gc-threshold=100',
-      ],
-    });
+    // The CRDs install while the scheduler, kwok and the nodes come up (they do not
+    // depend on each other); the controller manager starts only after the CRDs, so
+    // the garbage collector's first discovery already sees them (it re-reads every 30 s).
+    const crdsInstalled = installCrds(
+      admin,
+      binaries.crds.filter((crd) => options.rolloutsController || !crd.onlyForRolloutsController),
+    );
+    // Handled below; this only keeps an early failure from being reported as unhandled.
+    crdsInstalled.catch(() => {});
     run({
       name: 'kube-scheduler',
       command: binaries.k8s,
@@ -318,6 +312,28 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
       ],
     });
     for (let index = 0; index < (options.nodes ?? 1); index++) await createFakeNode(admin, `fake-node-${index}`);
+    await milestone('scheduler and kwok started, nodes created');
+    await crdsInstalled;
+    await milestone('CRDs established');
+    run({
+      name: 'kube-controller-manager',
+      command: binaries.k8s,
+      args: [
+        'kube-controller-manager',
+        `--kubeconfig=${kubeconfigPath}`,
+        '--leader-elect=false',
+        // 0: no health/metrics endpoint, so parallel clusters never fight over a port.
+        '--secure-port=0',
+        `--controllers=${controllers.join(',')}`,
+        `--service-account-private-key-file=${saKeyFile}`,
+        `--root-ca-file=${join(certDir, 'apiserver.crt')}`,
+        '--use-service-account-credentials=false',
+        '--kube-api-qps=200',
+        '--kube-api-burst=400',
+        // Pods from terminated Jobs and deleted owners go quickly in tests.
+        '--terminated-pod-gc-threshold=100',
+      ],
+    });
     await waitFor(
       'the fake nodes to become Ready',
       async () => {
@@ -326,10 +342,12 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
       },
       { timeoutMs: startTimeoutMs, abortIf: alive('kwok', 'kube-apiserver') },
     );
+    await milestone('nodes Ready');
     await waitFor('the default ServiceAccount', () => exists(adminClient, '/api/v1/namespaces/default/serviceaccounts/default'), {
       timeoutMs: startTimeoutMs,
       abortIf: alive('kube-controller-manager'),
     });
+    await milestone('default ServiceAccount exists: cluster ready');
     if (binaries.rolloutsController) {
       run({
         name: 'argo-rollouts',
@@ -416,22 +434,18 @@ async function createFakeNode(admin: ApiClient, name: string): Promise<void> {
   await admin.request('PATCH', `/api/v1/nodes/${name}`, { spec: { taints: null } }, { contentType: 'application/merge-patch+json' });
 }
 
-/** Creates every pinned CRD and waits until the API server serves it. */
-async function installCrds(admin: ApiClient, binaries: ClusterBinaries): Promise<void> {
-  const names: string[] = [];
-  for (const file of binaries.crdFiles) {
-    for (const document of parseAllDocuments(await readFile(file, 'utf8'))) {
-      const crd = document.toJS() as KubeObject | null;
-      if (!crd) continue;
+/** Creates every pinned CRD, all at once, and waits until the API server serves them. */
+async function installCrds(admin: ApiClient, crds: readonly CachedCrd[]): Promise<void> {
+  await Promise.all(
+    crds.map(async ({ file }) => {
+      const crd = JSON.parse(await readFile(file, 'utf8')) as KubeObject;
+      const name = crd.metadata?.name ?? '';
       await admin.request('POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd);
-      names.push(crd.metadata?.name ?? '');
-    }
-  }
-  for (const name of names) {
-    await waitFor(`CRD ${name} to be Established`, async () => {
-      const crd = await admin.request('GET', `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`);
-      const conditions = (crd.status?.['conditions'] ?? []) as { type: string; status: string }[];
-      return conditions.some((condition) => condition.type === 'Established' && condition.status === 'True');
-    });
-  }
+      await waitFor(`CRD ${name} to be Established`, async () => {
+        const stored = await admin.request('GET', `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`);
+        const conditions = (stored.status?.['conditions'] ?? []) as { type: string; status: string }[];
+        return conditions.some((condition) => condition.type === 'Established' && condition.status === 'True');
+      });
+    }),
+  );
 }

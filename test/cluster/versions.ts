@@ -32,7 +32,18 @@ export interface CrdSource {
    */
   readonly notInChecksumDatabase?: true;
   /** The CRDs: path inside the module, and the `metadata.name` checked after reading it. */
-  readonly crds: readonly { readonly path: string; readonly name: string }[];
+  readonly crds: readonly CrdFile[];
+}
+
+/** One CRD file in a module. */
+export interface CrdFile {
+  readonly path: string;
+  readonly name: string;
+  /**
+   * Installed only when the Argo Rollouts controller runs, which will not start
+   * without them. They are megabytes of schema that slow every cluster start.
+   */
+  readonly onlyForRolloutsController?: true;
 }
 
 /** The CRDs installed into every test cluster before the controllers start. */
@@ -42,13 +53,16 @@ export const crdSources: readonly CrdSource[] = [
     // v1.10.2 needs go >= 1.26.10; v1.10.1 is the newest that works with go 1.26.8.
     version: argoRolloutsVersion,
     sum: 'h1:6oyVPGiHHxu3ixkT6mngemh88HLPDoTX1IwO6KNR1Y4=',
-    // All five: the Rollouts controller will not start without its analysis and experiment kinds.
     crds: [
       { path: 'manifests/crds/rollout-crd.yaml', name: 'rollouts.argoproj.io' },
-      { path: 'manifests/crds/analysis-run-crd.yaml', name: 'analysisruns.argoproj.io' },
-      { path: 'manifests/crds/analysis-template-crd.yaml', name: 'analysistemplates.argoproj.io' },
-      { path: 'manifests/crds/cluster-analysis-template-crd.yaml', name: 'clusteranalysistemplates.argoproj.io' },
-      { path: 'manifests/crds/experiment-crd.yaml', name: 'experiments.argoproj.io' },
+      { path: 'manifests/crds/analysis-run-crd.yaml', name: 'analysisruns.argoproj.io', onlyForRolloutsController: true },
+      { path: 'manifests/crds/analysis-template-crd.yaml', name: 'analysistemplates.argoproj.io', onlyForRolloutsController: true },
+      {
+        path: 'manifests/crds/cluster-analysis-template-crd.yaml',
+        name: 'clusteranalysistemplates.argoproj.io',
+        onlyForRolloutsController: true,
+      },
+      { path: 'manifests/crds/experiment-crd.yaml', name: 'experiments.argoproj.io', onlyForRolloutsController: true },
     ],
   },
   {
