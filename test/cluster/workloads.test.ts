@@ -1,6 +1,6 @@
 /**
  * The built-in controllers and the fake kubelet really run: Deployments,
- * ReplicaSets, StatefulSets, Jobs, PodDisruptionBudgets and the Eviction API
+ * ReplicaSets, StatefulSets, DaemonSets, Jobs, PodDisruptionBudgets and the Eviction API
  * behave as in a real cluster.
  */
 import assert from 'node:assert/strict';
@@ -125,6 +125,23 @@ fixture.test('a StatefulSet rolls its pods highest ordinal first', async ({ clus
   abort.abort();
   await watching;
   assert.deepEqual(deletions, ['db-2', 'db-1', 'db-0']);
+});
+
+fixture.test('a DaemonSet puts one Ready pod on each node', async ({ cluster, namespace }) => {
+  const { admin } = cluster;
+  const path = `/apis/apps/v1/namespaces/${namespace}/daemonsets`;
+  await create(admin, path, {
+    apiVersion: 'apps/v1',
+    kind: 'DaemonSet',
+    metadata: { name: 'agent' },
+    spec: { selector: { matchLabels: { app: 'agent' } }, template: podTemplate({ app: 'agent' }) },
+  });
+  await waitFor('the DaemonSet to be ready on both nodes', async () => {
+    const status: Record<string, unknown> = (await admin.request('GET', `${path}/agent`)).status ?? {};
+    return status['desiredNumberScheduled'] === 2 && status['numberReady'] === 2;
+  });
+  const nodes = (await listPods(admin, namespace, 'app=agent')).map((pod) => pod.spec?.['nodeName']).sort();
+  assert.deepEqual(nodes, ['fake-node-0', 'fake-node-1']);
 });
 
 fixture.test('a Job’s pod completes and the Job succeeds', async ({ cluster, namespace }) => {
