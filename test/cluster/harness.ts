@@ -9,7 +9,7 @@
  */
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { appendFile, readFile, rm, writeFile, mkdir } from 'node:fs/promises';
-import { createServer } from 'node:net';
+import { createServer, type AddressInfo, type Server } from 'node:net';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { createApiClient, type ApiClient, type ApiCredentials, type KubeObject } from './api.ts';
@@ -104,17 +104,26 @@ const controllers = [
   'clusterrole-aggregation-controller',
 ];
 
-/** A free TCP port on 127.0.0.1 (the OS picks it; there is a small window before it is used). */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.unref();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
+/**
+ * `count` distinct free TCP ports on 127.0.0.1. All listeners stay open until
+ * every port is known, so the OS cannot hand out the same port twice; another
+ * process could still take one before its component binds it (a small window).
+ */
+async function freePorts(count: number): Promise<number[]> {
+  const servers = await Promise.all(
+    Array.from(
+      { length: count },
+      () =>
+        new Promise<Server>((resolve, reject) => {
+          const server = createServer();
+          server.on('error', reject);
+          server.listen(0, '127.0.0.1', () => resolve(server));
+        }),
+    ),
+  );
+  const ports = servers.map((server) => (server.address() as AddressInfo).port);
+  await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
+  return ports;
 }
 
 function kubeconfigYaml(server: string, ca: string, user: string, token: string): string {
@@ -197,7 +206,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
 
   let admin: ApiClient | undefined;
   try {
-    const [etcdClientPort, etcdPeerPort, apiPort] = [await freePort(), await freePort(), await freePort()];
+    const [etcdClientPort, etcdPeerPort, apiPort] = await freePorts(3);
     const adminToken = randomBytes(24).toString('hex');
     const saKeyFile = join(stateDir, 'sa.key');
     const tokenFile = join(stateDir, 'tokens.csv');
@@ -349,6 +358,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     });
     await milestone('default ServiceAccount exists: cluster ready');
     if (binaries.rolloutsController) {
+      const [healthzPort, metricsPort] = await freePorts(2);
       run({
         name: 'argo-rollouts',
         command: binaries.rolloutsController,
@@ -356,8 +366,8 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
         args: [
           `--kubeconfig=${kubeconfigPath}`,
           '--leader-elect=false',
-          `--healthzPort=${await freePort()}`,
-          `--metricsPort=${await freePort()}`,
+          `--healthzPort=${healthzPort}`,
+          `--metricsPort=${metricsPort}`,
         ],
       });
     }
