@@ -6,7 +6,7 @@
  */
 import { readFile, readdir, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { parse } from 'yaml';
+import { isScalar, parse, parseDocument, visit } from 'yaml';
 import { isInside } from '../config.ts';
 import type { PluginConfig } from '../config.ts';
 import { UsageError } from '../errors.ts';
@@ -61,6 +61,7 @@ export async function renderHelm(config: PluginConfig, signal: AbortSignal): Pro
     env,
     signal,
     overrideVariable: 'DRIFTLESS_HELM',
+    redact: helmSecretValues(config),
   } as const;
   const missing = await missingDependencies(config.appDir);
   if (missing.length > 0) {
@@ -73,6 +74,84 @@ export async function renderHelm(config: PluginConfig, signal: AbortSignal): Pro
     ...(config.helm.values === '' ? {} : { stdin: config.helm.values }),
   });
   return [{ label: HELM_LABEL, text }];
+}
+
+/**
+ * The values the Application hands helm directly: the value side of every
+ * `set`/`set-string` expression (and each item of a `{a,b}` list) and every
+ * string or number leaf of the inline `values`. Any may be a Secret's value,
+ * and a template can print it (`{{ fail .Values.pw }}`), so they are redacted
+ * from helm's stderr. Booleans and null are not: they cannot be secrets, and
+ * `true` is a word helm's messages use. Values files are repository content
+ * and are not redacted (ADR 0005). Exported for tests.
+ */
+export function helmSecretValues(config: PluginConfig): string[] {
+  const values: string[] = [];
+  for (const expression of [...config.helm.set, ...config.helm.setString]) values.push(...setExpressionValues(expression));
+  if (config.helm.values !== '') values.push(...inlineValueLeaves(config.helm.values));
+  return values.filter((value) => !/^(true|false|null|~)$/i.test(value));
+}
+
+/**
+ * Helm's strvals syntax, as far as values go: assignments separated by
+ * unescaped commas, `key=value` split at the first `=`, `{a,b}` a list. Both
+ * the text as written and with `\,` unescaped are returned, since helm prints
+ * the unescaped value but a malformed expression may be echoed as written.
+ */
+function setExpressionValues(expression: string): string[] {
+  const values: string[] = [];
+  for (const assignment of splitUnescaped(expression)) {
+    const equals = assignment.indexOf('=');
+    if (equals === -1) continue;
+    const value = assignment.slice(equals + 1);
+    values.push(value, unescapeCommas(value));
+    if (value.startsWith('{') && value.endsWith('}')) {
+      for (const item of splitUnescaped(value.slice(1, -1))) values.push(item, unescapeCommas(item));
+    }
+  }
+  return values;
+}
+
+/** Splits at commas that are neither escaped (`\,`) nor inside `{...}`. */
+function splitUnescaped(text: string): string[] {
+  const parts: string[] = [];
+  let depth = 0;
+  let start = 0;
+  for (let index = 0; index < text.length; index++) {
+    const char = text[index];
+    if (char === '\\') index++;
+    else if (char === '{') depth++;
+    else if (char === '}') depth = Math.max(0, depth - 1);
+    else if (char === ',' && depth === 0) {
+      parts.push(text.slice(start, index));
+      start = index + 1;
+    }
+  }
+  parts.push(text.slice(start));
+  return parts;
+}
+
+function unescapeCommas(text: string): string {
+  return text.replace(/\\,/g, ',');
+}
+
+/**
+ * String and number scalars of the inline values that are not map keys, as
+ * parsed and as written. parseDocument does not throw and keeps what it could
+ * read of a broken document, which helm will then fail on; aliases are not
+ * expanded, so a hostile document stays small.
+ */
+function inlineValueLeaves(text: string): string[] {
+  const leaves: string[] = [];
+  visit(parseDocument(text, { prettyErrors: false }), {
+    Scalar(key, node) {
+      if (key === 'key' || !isScalar(node)) return;
+      if (typeof node.value !== 'string' && typeof node.value !== 'number') return;
+      leaves.push(String(node.value));
+      if (node.source !== undefined) leaves.push(node.source);
+    },
+  });
+  return leaves;
 }
 
 /** Helm's own release-name rule; the others are Kubernetes' name and version shapes. */

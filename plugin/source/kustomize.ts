@@ -1,6 +1,7 @@
 /** The Kustomize source: `kustomize build .` in the app directory. */
 import type { PluginConfig } from '../config.ts';
 import { runProcess } from './process.ts';
+import { secretGeneratorLiterals } from './secret-literals.ts';
 import type { RenderedStream } from './types.ts';
 
 export const KUSTOMIZE_LABEL = '<kustomize build>';
@@ -13,7 +14,10 @@ export function kustomizeArgs(config: PluginConfig): string[] {
   return args;
 }
 
-/** Runs kustomize and returns its output as one stream. */
+/**
+ * Runs kustomize and returns its output as one stream. secretGenerator
+ * literals are redacted from its stderr: kustomize echoes a malformed one.
+ */
 export async function renderKustomize(config: PluginConfig, signal: AbortSignal): Promise<RenderedStream[]> {
   const text = await runProcess({
     tool: 'kustomize',
@@ -24,6 +28,7 @@ export async function renderKustomize(config: PluginConfig, signal: AbortSignal)
     env: config.environment,
     signal,
     overrideVariable: 'DRIFTLESS_KUSTOMIZE',
+    redact: await secretGeneratorLiterals(config.appDir, config.repoRoot),
   });
   return [{ label: KUSTOMIZE_LABEL, text }];
 }

@@ -5,6 +5,8 @@
  */
 import { spawn } from 'node:child_process';
 import { BudgetExceededError, RenderError } from '../errors.ts';
+import { appendToTail, redactTail, redactionForms, rollingKeepBytes } from './redact.ts';
+import type { RollingTail } from './redact.ts';
 
 /** Largest stdout accepted from a renderer; far above any real app, low enough to fail clearly instead of exhausting memory. */
 export const MAX_RENDER_BYTES = 256 * 1024 * 1024;
@@ -35,6 +37,12 @@ export interface RunOptions {
   readonly killGraceMs?: number;
   /** Which environment variable overrides `command`, for the not-installed hint. */
   readonly overrideVariable?: string;
+  /**
+   * Secret values the renderer was handed (or may echo): each occurrence in the
+   * stderr tail becomes `[redacted]`, as do its base64 and JSON-escaped forms.
+   * Strings shorter than `MIN_REDACT_LENGTH` are ignored (see redact.ts).
+   */
+  readonly redact?: readonly string[];
 }
 
 /**
@@ -66,10 +74,11 @@ export function runProcess(options: RunOptions): Promise<string> {
       return;
     }
 
+    const forms = redactionForms(options.redact ?? []);
+    const keep = rollingKeepBytes(forms, STDERR_TAIL_BYTES);
     const stdout: Buffer[] = [];
     let stdoutBytes = 0;
-    let stderrTail = Buffer.alloc(0);
-    let stderrTruncated = false;
+    let stderr: RollingTail = { bytes: Buffer.alloc(0), truncated: false };
     let failure: Error | undefined;
     let killTimer: NodeJS.Timeout | undefined;
 
@@ -94,11 +103,7 @@ export function runProcess(options: RunOptions): Promise<string> {
       stdout.push(chunk);
     });
     (child.stderr as NodeJS.ReadableStream).on('data', (chunk: Buffer) => {
-      stderrTail = Buffer.concat([stderrTail, chunk]);
-      if (stderrTail.length > STDERR_TAIL_BYTES * 2) {
-        stderrTail = stderrTail.subarray(-STDERR_TAIL_BYTES);
-        stderrTruncated = true;
-      }
+      stderr = appendToTail(stderr, chunk, keep);
     });
     if (options.stdin !== undefined && child.stdin !== null) {
       // EPIPE when the child exits without reading stdin is not our error; its exit status is.
@@ -124,7 +129,7 @@ export function runProcess(options: RunOptions): Promise<string> {
         return;
       }
       const status = code === null ? `was killed by ${exitSignal}` : `failed with exit code ${code}`;
-      reject(new RenderError(`${options.display} ${status}`, tailText(stderrTail, stderrTruncated)));
+      reject(new RenderError(`${options.display} ${status}`, tailText(stderr.bytes, stderr.truncated, forms)));
     });
   });
 }
@@ -162,13 +167,14 @@ function signalGroup(pid: number | undefined, name: NodeJS.Signals): void {
   }
 }
 
-/** The last lines of stderr, trimmed, valid UTF-8 (a cut multi-byte character is dropped). */
-function tailText(bytes: Buffer, truncated: boolean): string {
-  const cut = truncated || bytes.length > STDERR_TAIL_BYTES;
-  let text = (cut ? bytes.subarray(-STDERR_TAIL_BYTES) : bytes).toString('utf8');
+/**
+ * The last lines of stderr, trimmed, valid UTF-8 (a cut multi-byte character is
+ * dropped), with every redaction form replaced. Exported for tests.
+ */
+export function tailText(bytes: Buffer, truncated: boolean, forms: readonly Buffer[] = [], tailBytes = STDERR_TAIL_BYTES): string {
+  const { text, cut } = redactTail(bytes, truncated, forms, tailBytes);
   // Start at a whole line, marked as cut.
-  if (cut) text = `…${text.slice(text.indexOf('\n') + 1)}`;
-  return text.trim();
+  return (cut ? `…${text.slice(text.indexOf('\n') + 1)}` : text).trim();
 }
 
 function formatBytes(bytes: number): string {
