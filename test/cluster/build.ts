@@ -12,6 +12,7 @@ import { mkdir, mkdtemp, readdir, readFile, rename, rm, stat, writeFile } from '
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
+import { acquireLock } from './build-lock.ts';
 import { CommandError, runCommand } from './exec.ts';
 import { argoRolloutsVersion, crdSources, kubernetesVersion, type CrdFile, type CrdSource } from './versions.ts';
 
@@ -159,6 +160,20 @@ async function ensureGoBinary(spec: GoBinarySpec, goVersion: string): Promise<st
   if (await pathExists(binary)) return binary;
 
   await mkdir(clusterCacheDir(), { recursive: true });
+  const release = await acquireLock(join(clusterCacheDir(), `.${spec.name}.lock`), (holder) =>
+    log(`waiting for process ${holder}, which is building ${spec.name}`),
+  );
+  try {
+    // The process we waited for may have built exactly this.
+    if (await pathExists(binary)) return binary;
+    await buildGoBinary(spec, moduleDir, finalDir);
+  } finally {
+    await release();
+  }
+  return binary;
+}
+
+async function buildGoBinary(spec: GoBinarySpec, moduleDir: string, finalDir: string): Promise<void> {
   const stagingDir = await mkdtemp(join(clusterCacheDir(), `.${spec.name}-building-`));
   const started = Date.now();
   log(`building ${spec.name} from ${moduleDir} (the first build of k8s takes ~15-25 min on 2 cores)`);
@@ -174,7 +189,6 @@ async function ensureGoBinary(spec: GoBinarySpec, goVersion: string): Promise<st
     throw new ClusterBuildError(`building ${spec.name} failed`, { cause: error });
   }
   log(`built ${spec.name} in ${Math.round((Date.now() - started) / 1000)} s`);
-  return binary;
 }
 
 /** `go mod download -json` output fields we use. */
