@@ -7,8 +7,9 @@
  *   `driftless generate` to `kustomize build` alone.
  *
  * Figures are medians of several runs, printed beside the targets of the spec.
- * Cold start is measured without and with Node's compile cache; the other two
- * run as the sidecar does (manifests/plugin sets NODE_COMPILE_CACHE).
+ * Cold start is measured without and with Node's compile cache (bin/driftless.js
+ * enables it; the first render in a fresh sidecar has none); the other two run as
+ * the sidecar does after its first render.
  * Nothing is asserted: timings belong in a report, not in a test.
  * Options: `--runs N` (default 9), `--keep` keeps the generated apps.
  */
@@ -236,8 +237,9 @@ try {
   // 1. Cold start on a tiny app.
   const tiny = join(root, 'examples', 'directory');
   const nodeBaseline = await measure(RUNS, () => timed(node, ['-e', ''], env));
-  const cold = await measure(RUNS, () => timed(node, [cli, 'generate', '--path', tiny], env));
-  // The sidecar sets NODE_COMPILE_CACHE (manifests/plugin); from its second render on, this is what Argo CD waits for.
+  // bin/driftless.js enables Node's compile cache; the first render of a fresh sidecar runs without it.
+  const cold = await measure(RUNS, () => timed(node, [cli, 'generate', '--path', tiny], { ...env, NODE_DISABLE_COMPILE_CACHE: '1' }));
+  // The sidecar keeps the cache on its /tmp (NODE_COMPILE_CACHE, manifests/plugin): every later render.
   const sidecarEnv = { ...env, NODE_COMPILE_CACHE: join(work, 'node-compile-cache') };
   const coldCached = await measure(RUNS, () => timed(node, [cli, 'generate', '--path', tiny], sidecarEnv));
 
@@ -258,8 +260,8 @@ try {
     [
       '',
       header(),
-      row('cold start, tiny app (ms)', cold.ms, cold.cpuMs, (v) => v < 150, '< 150', 0),
-      row('  warm NODE_COMPILE_CACHE, as in the sidecar', coldCached.ms, coldCached.cpuMs, (v) => v < 150, '< 150', 0),
+      row('cold start, tiny app, no compile cache (ms)', cold.ms, cold.cpuMs, (v) => v < 150, '< 150', 0),
+      row('  with the warm compile cache (later renders)', coldCached.ms, coldCached.cpuMs, (v) => v < 150, '< 150', 0),
       `    node -e '' alone: ${ms(nodeBaseline)}`,
       row('throughput, 5,000 docs on stdin (MB/s)', mbPerS(streamed.ms), streamed.cpuMs === undefined ? undefined : mbPerS(streamed.cpuMs), (v) => v >= 20, '>= 20', 1),
       `    ${(input.length / 1e6).toFixed(2)} MB: ${ms(streamed)} (process start included)`,
