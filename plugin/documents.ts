@@ -1,7 +1,8 @@
-import { Composer, LineCounter, Parser, isMap, isScalar, isSeq } from 'yaml';
+import { Composer, LineCounter, Parser, isMap, isScalar, isSeq, visit } from 'yaml';
 import type { Document, DocumentOptions, ParseOptions, SchemaOptions } from 'yaml';
 import { InvalidInputError } from './errors.ts';
-import { readFastDocument, scalarResolver } from './fast-yaml.ts';
+import { readFastDocument } from './fast-yaml.ts';
+import { GO_SCALAR_TAGS } from './go-scalars.ts';
 import type { FastNode, FastPair } from './fast-yaml.ts';
 
 /**
@@ -19,12 +20,15 @@ export interface DocumentLimits {
   readonly maxDocumentBytes: number;
   /** yaml's alias budget for turning one document into values (guards against "billion laughs"). */
   readonly maxAliasCount: number;
+  /** Deepest nesting of mappings and sequences accepted (deeper input would exhaust the stack). */
+  readonly maxDepth?: number;
 }
 
 /** 8 MiB per document is far above any real manifest (etcd's object limit is 1.5 MiB). */
 export const DEFAULT_LIMITS: DocumentLimits = Object.freeze({
   maxDocumentBytes: 8 * 1024 * 1024,
   maxAliasCount: 100,
+  maxDepth: 200,
 });
 
 /** One non-empty document of a rendered stream. */
@@ -58,10 +62,15 @@ export interface TextStream {
   readonly text: string;
 }
 
+/** The tags Go knows besides its scalar resolution: mappings, sequences, strings and the merge key. */
+const KEPT_TAGS = new Set(['tag:yaml.org,2002:map', 'tag:yaml.org,2002:seq', 'tag:yaml.org,2002:str', 'tag:yaml.org,2002:merge']);
+
 /**
- * The parse options of every document. YAML 1.1 as Go's parser (sigs.k8s.io/yaml, go-yaml v2) reads it,
- * minus what that parser does not resolve: timestamps stay strings (go-yaml v2 decodes them as strings
- * into untyped values) and there are no base-60 numbers (`22:22` is a string in Go).
+ * The parse options of every document: YAML 1.1 as Argo CD's Go parser
+ * (sigs.k8s.io/yaml, go-yaml v2) reads it. yaml's own 1.1 scalar tags are
+ * replaced by Go's resolution (`go-scalars.ts`: `e5` is a string, `0o17` an
+ * int, timestamps and base-60 numbers strings); `!!binary`, `!!set`,
+ * `!!omap`, `!!pairs` and `!!timestamp` are not known, so they are errors.
  * `prettyErrors: false` keeps source excerpts, which may be Secret data, out of messages.
  */
 export const PARSE_OPTIONS: Readonly<ParseOptions & DocumentOptions & SchemaOptions> = Object.freeze({
@@ -70,11 +79,10 @@ export const PARSE_OPTIONS: Readonly<ParseOptions & DocumentOptions & SchemaOpti
   uniqueKeys: true,
   strict: true,
   keepSourceTokens: false,
-  customTags: (tags: Tags): Tags =>
-    tags.filter((tag) => {
-      const t = tag as { tag?: unknown; format?: unknown };
-      return t.tag !== 'tag:yaml.org,2002:timestamp' && t.format !== 'TIME';
-    }),
+  customTags: (tags: Tags): Tags => [
+    ...tags.filter((tag) => KEPT_TAGS.has(String((tag as { tag?: unknown }).tag))),
+    ...(GO_SCALAR_TAGS as unknown as Tags),
+  ],
 });
 
 type Tags = NonNullable<Exclude<SchemaOptions['customTags'], ((tags: never) => unknown)>>;
@@ -84,7 +92,11 @@ type Tags = NonNullable<Exclude<SchemaOptions['customTags'], ((tags: never) => u
  * or an explicit `null`) are dropped, as Argo CD drops them. Throws
  * InvalidInputError naming the stream, the document and a line/column.
  */
-export function parseStream(stream: TextStream, limits: DocumentLimits = DEFAULT_LIMITS, options: { readonly fast?: boolean } = {}): ParsedDocument[] {
+export function parseStream(input: TextStream, limits: DocumentLimits = DEFAULT_LIMITS, options: { readonly fast?: boolean } = {}): ParsedDocument[] {
+  // A byte order mark starts the stream, not the first document: Go skips it when it reads our input,
+  // but after the `---` we may put in front of the document it would become part of the first key.
+  const stream = input.text.charCodeAt(0) === 0xfeff ? { label: input.label, text: input.text.slice(1) } : input;
+  rejectForeignLineBreaks(stream);
   if (options.fast !== false) {
     const fast = parseStreamFast(stream, limits);
     if (fast !== undefined) return fast;
@@ -112,8 +124,48 @@ export function parseStream(stream: TextStream, limits: DocumentLimits = DEFAULT
   );
 }
 
-const resolvePlain = scalarResolver(PARSE_OPTIONS);
-const DOC_MARKER = /^---(?=[ \n]|$)/gm;
+/**
+ * Characters that Go's YAML parser takes for line breaks (NEL, LINE
+ * SEPARATOR, PARAGRAPH SEPARATOR) and `yaml` does not, plus a byte order
+ * mark after the start: the two parsers would see different keys and values
+ * (`a: x # c<U+2028>b: hidden` has a key `b` only for Go), so neither reading
+ * can be trusted. Rejected anywhere, even in quoted text, where Go folds them.
+ */
+function rejectForeignLineBreaks(stream: TextStream): void {
+  const found = /[\u0085\u2028\u2029\ufeff]/.exec(stream.text);
+  if (found === null) return;
+  const offset = found.index;
+  const document = splitDocuments(stream.text.slice(0, offset + 1)).length - 1;
+  const { line, col } = lineCounterFor(stream.text).linePos(offset);
+  const name = found[0] === '\ufeff' ? 'a byte order mark (U+FEFF) after the start of the stream'
+    : `U+${found[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')}, which Argo CD's YAML parser reads as a line break and this plugin's does not`;
+  throw new InvalidInputError({ file: stream.label, document: Math.max(0, document) }, `line ${line}, column ${col}: ${name}; remove it or write it as an escape in a double-quoted string`);
+}
+
+/** One document's place in a stream: [start, bodyStart, end) and whether it has its own `---`. */
+type Region = readonly [start: number, bodyStart: number, end: number, explicit: boolean, marker: number];
+
+/**
+ * Splits a stream at line-start `---` markers, the one splitter of this
+ * module: a `---` at the start of a line always starts a document (YAML
+ * forbids it inside scalars). Text before the first marker that holds only
+ * comments and blank lines belongs to the first document.
+ */
+function splitDocuments(text: string): Region[] {
+  const markers: number[] = [];
+  for (const match of text.matchAll(/^---(?=[ \t\r\n]|$)/gm)) markers.push(match.index);
+  const regions: Region[] = [];
+  const first = markers[0];
+  if (first !== 0 && !(first !== undefined && /^(?:[ \t]*(?:#[^\n]*)?\r?\n)*$/.test(text.slice(0, first)))) {
+    regions.push([0, 0, first ?? text.length, false, -1]);
+  }
+  markers.forEach((marker, i) => {
+    const lineEnd = text.indexOf('\n', marker);
+    const bodyStart = lineEnd === -1 ? text.length : lineEnd + 1;
+    regions.push([regions.length === 0 ? 0 : marker, bodyStart, markers[i + 1] ?? text.length, true, marker]);
+  });
+  return regions;
+}
 
 /**
  * The fast path: documents split at line-start `---` markers and read by
@@ -124,29 +176,15 @@ const DOC_MARKER = /^---(?=[ \n]|$)/gm;
  */
 export function parseStreamFast(stream: TextStream, limits: DocumentLimits = DEFAULT_LIMITS): ParsedDocument[] | undefined {
   const text = stream.text;
-  if (text.includes('\r') || text.includes('\t') || text.charCodeAt(0) === 0xfeff || /^(?:%|\.\.\.)/m.test(text)) return undefined;
+  if (text.includes('\r') || text.includes('\t') || /^(?:%|\.\.\.)/m.test(text)) return undefined;
   if (/^\s*[{\[]/.test(text)) return undefined; // JSON (or flow) documents: yaml's path
-  const markers: number[] = [];
-  DOC_MARKER.lastIndex = 0;
-  for (let m = DOC_MARKER.exec(text); m !== null; m = DOC_MARKER.exec(text)) markers.push(m.index);
-  // Regions: [start, bodyStart, end, explicit]. Leading comments before the first marker belong to the first document.
-  const regions: [number, number, number, boolean][] = [];
-  const leading = text.slice(0, markers[0] ?? text.length);
-  if (markers[0] !== 0 && !(markers.length > 0 && /^(?:[ ]*(?:#[^\n]*)?\n)*$/.test(leading))) {
-    regions.push([0, 0, markers[0] ?? text.length, false]);
-  }
-  for (let i = 0; i < markers.length; i++) {
-    const marker = markers[i] as number;
-    const lineEnd = text.indexOf('\n', marker);
-    const bodyStart = lineEnd === -1 ? text.length : lineEnd + 1;
-    const rest = text.slice(marker + 3, lineEnd === -1 ? text.length : lineEnd);
-    if (!/^(?:[ ]*| +#.*)$/.test(rest)) return undefined; // content on the `---` line
-    regions.push([regions.length === 0 ? 0 : marker, bodyStart, markers[i + 1] ?? text.length, true]);
-  }
+  const maxDepth = limits.maxDepth ?? DEFAULT_MAX_DEPTH;
+  const regions = splitDocuments(text);
   const documents: ParsedDocument[] = [];
-  for (const [index, [start, bodyStart, end, explicit]] of regions.entries()) {
+  for (const [index, [start, bodyStart, end, explicit, marker]] of regions.entries()) {
+    if (explicit && !/^(?:[ ]*| +#.*)\n?$/.test(text.slice(marker + 3, bodyStart))) return undefined; // content on the `---` line
     if (end - start > limits.maxDocumentBytes) throw oversize(stream.label, index, end - start, limits);
-    const read = readFastDocument(text, bodyStart, end, resolvePlain);
+    const read = readFastDocument(text, bodyStart, end, maxDepth);
     if (read === undefined) {
       // Only this document is unusual: yaml reads it alone (errors still name stream lines).
       const entries = parseSegment(stream, text.slice(start, end), start, index, undefined, limits);
@@ -166,7 +204,7 @@ export function parseStreamFast(stream: TextStream, limits: DocumentLimits = DEF
       explicitStart: explicit,
       value: read.value,
       get root(): TreeNode {
-        root ??= readFastDocument(text, bodyStart, end, resolvePlain)?.root;
+        root ??= readFastDocument(text, bodyStart, end, maxDepth)?.root;
         if (root === undefined) throw new Error('internal: a document read once could not be read again');
         return root;
       },
@@ -175,6 +213,8 @@ export function parseStreamFast(stream: TextStream, limits: DocumentLimits = DEF
   }
   return documents;
 }
+
+const DEFAULT_MAX_DEPTH = 200;
 
 /** A view of a yaml node as a TreeNode, built lazily: only the stamped path is ever looked at. */
 function fromYaml(node: unknown): TreeNode {
@@ -213,23 +253,11 @@ function oversize(file: string, document: number, size: number, limits: Document
   return new InvalidInputError({ file, document }, `document is ${size} bytes, over the limit of ${limits.maxDocumentBytes} bytes`);
 }
 
-/**
- * Rejects a huge document before yaml spends time and memory on it. A `---`
- * at the start of a line always starts a document (YAML forbids it inside
- * scalars), so the text between two of them bounds one document's size.
- */
+/** Rejects a huge document before yaml spends time and memory on it. */
 function rejectOversizedRegions(stream: TextStream, limits: DocumentLimits): void {
-  const text = stream.text;
-  if (text.length <= limits.maxDocumentBytes) return;
-  const marker = /^---(?=[ \t\r\n]|$)/gm;
-  const starts = [0];
-  for (let match = marker.exec(text); match !== null; match = marker.exec(text)) if (match.index > 0) starts.push(match.index);
-  // Text before the first marker that holds only comments belongs to the first document.
-  const first = text.slice(0, starts[1] ?? text.length);
-  const shift = !text.startsWith('---') && /^(?:[ \t]*(?:#[^\n]*)?\r?\n)*[ \t]*$/.test(first) ? 1 : 0;
-  starts.forEach((start, i) => {
-    const end = starts[i + 1] ?? text.length;
-    if (end - start > limits.maxDocumentBytes) throw oversize(stream.label, Math.max(0, i - shift), end - start, limits);
+  if (stream.text.length <= limits.maxDocumentBytes) return;
+  splitDocuments(stream.text).forEach(([start, , end], index) => {
+    if (end - start > limits.maxDocumentBytes) throw oversize(stream.label, index, end - start, limits);
   });
 }
 
@@ -251,6 +279,26 @@ function parseSegment(
     const { line, col } = counter.linePos(base + offset);
     return `line ${line}, column ${col}`;
   };
+  try {
+    return composeSegment(stream, text, base, firstIndex, limits, locate);
+  } catch (error) {
+    if (!(error instanceof RangeError)) throw error;
+    throw new InvalidInputError(
+      { file: stream.label, document: firstIndex },
+      `the YAML nests too deeply to read (the limit is ${limits.maxDepth ?? DEFAULT_MAX_DEPTH} levels of mappings and sequences)`,
+      { cause: error },
+    );
+  }
+}
+
+function composeSegment(
+  stream: TextStream,
+  text: string,
+  base: number,
+  firstIndex: number,
+  limits: DocumentLimits,
+  locate: (offset: number) => string,
+): SegmentEntry[] {
   const parser = new Parser();
   const composer = new Composer(PARSE_OPTIONS);
   const starts: number[] = [];
@@ -284,10 +332,12 @@ function parseSegment(
   return documents.map((ast, i) => {
     const index = firstIndex + i;
     const where = { file: stream.label, document: index };
-    const error = ast.errors[0];
+    // Warnings are errors too: an unknown tag (`!foo`, `!<...>`) is read differently by Go.
+    const error = ast.errors[0] ?? ast.warnings[0];
     if (error !== undefined) {
       throw new InvalidInputError(where, `${locate(error.pos[0])}: ${safeMessage(error.message)}`);
     }
+    checkKeys(ast, where, locate);
     // The first document also owns any comments before it; later ones start at their token.
     const start = i === 0 ? 0 : (starts[i] ?? 0);
     const end = starts[i + 1] ?? text.length;
@@ -303,6 +353,7 @@ function parseSegment(
       throw new InvalidInputError(where, problem, { cause });
     }
     if (value === null || value === undefined) return { document: undefined };
+    checkExpansion(value, where, limits);
     return {
       document: {
         file: stream.label,
@@ -315,6 +366,46 @@ function parseSegment(
       },
     };
   });
+}
+
+/**
+ * Mapping keys Go names differently than `yaml` (a null or float key, a
+ * collection as a key), and a merge key after explicit keys (Go lets the
+ * merged values overwrite those keys, YAML and `yaml` do not).
+ */
+function checkKeys(ast: Document.Parsed, where: { file: string; document: number }, locate: (offset: number) => string): void {
+  visit(ast, {
+    Map(_, map) {
+      map.items.forEach((pair, i) => {
+        const key = pair.key;
+        const at = (key as { range?: readonly number[] } | null)?.range?.[0] ?? map.range?.[0] ?? 0;
+        const value = isScalar(key) ? key.value : undefined;
+        if (typeof value === 'symbol') {
+          if (i > 0) throw new InvalidInputError(where, `${locate(at)}: a merge key (<<) must come first in its mapping: Argo CD lets it overwrite the keys before it`);
+          return;
+        }
+        const plainKey = typeof value === 'string' || typeof value === 'boolean' || (typeof value === 'number' && Number.isInteger(value));
+        if (!plainKey) throw new InvalidInputError(where, `${locate(at)}: a mapping key must be a string, an integer or a boolean (Argo CD reads other keys differently or not at all)`);
+      });
+    },
+  });
+}
+
+/** Bounds what aliases expand to and how deep values nest, before core code walks them recursively. */
+function checkExpansion(value: unknown, where: { file: string; document: number }, limits: DocumentLimits): void {
+  const maxDepth = limits.maxDepth ?? DEFAULT_MAX_DEPTH;
+  let budget = limits.maxDocumentBytes;
+  const stack: [unknown, number][] = [[value, 0]];
+  while (stack.length > 0) {
+    const [node, depth] = stack.pop() as [unknown, number];
+    budget -= typeof node === 'string' ? node.length + 1 : 1;
+    if (budget < 0) {
+      throw new InvalidInputError(where, `YAML aliases expand the document beyond ${limits.maxDocumentBytes} bytes (the per-document limit)`);
+    }
+    if (typeof node !== 'object' || node === null) continue;
+    if (depth >= maxDepth) throw new InvalidInputError(where, `the document nests deeper than ${maxDepth} levels of mappings and sequences`);
+    for (const child of Array.isArray(node) ? node : Object.values(node)) stack.push([child, depth + 1]);
+  }
 }
 
 function lineCounterFor(text: string): LineCounter {

@@ -1,5 +1,4 @@
-import { Document, isScalar } from 'yaml';
-import type { DocumentOptions, ParseOptions, SchemaOptions } from 'yaml';
+import { UNREPRESENTABLE, resolveGoPlain } from './go-scalars.ts';
 
 /**
  * A fast reader for the YAML that renderers actually print (kustomize, helm,
@@ -11,8 +10,9 @@ import type { DocumentOptions, ParseOptions, SchemaOptions } from 'yaml';
  *
  * Why: `yaml` builds a full concrete and abstract syntax tree and runs at a
  * few MB/s; Argo CD renders every app on every refresh. Plain scalars are
- * resolved with the very tag list of the `yaml` schema the slow path uses,
- * so both paths give the same values; a differential test keeps it so.
+ * resolved by `go-scalars.ts`, the function the slow path's tags use too,
+ * so both paths give Go's values; differential tests (against yaml and
+ * against Go itself) keep it so.
  */
 
 /** A node with the source offsets the stamper needs. */
@@ -58,34 +58,11 @@ interface Line {
   readonly indent: number;
 }
 
-/** Resolves plain scalars exactly as the `yaml` schema configured by `options` does. */
-export interface ScalarResolver {
-  (source: string): unknown;
-}
-
-/** Builds the plain-scalar resolver of a `yaml` schema (same tags, same order, same options). */
-export function scalarResolver(options: ParseOptions & DocumentOptions & SchemaOptions): ScalarResolver {
-  const doc = new Document(null, options);
-  const tags = doc.schema.tags.filter((tag) => tag.default === true && !tag.collection && tag.test !== undefined);
-  const docOptions = doc.options;
-  const cache = new Map<string, unknown>();
-  const onError = (): void => {
-    throw new GiveUp();
-  };
-  return (source: string): unknown => {
-    // Every non-string tag of the YAML 1.1 schema (null, bool, int, float) starts with one of these
-    // characters; anything else is a string without trying ten regular expressions.
-    if (!MAYBE_NOT_STRING.test(source)) return source;
-    if (cache.has(source)) return cache.get(source);
-    const tag = tags.find((t) => (t.test as RegExp).test(source));
-    let value: unknown = source;
-    if (tag !== undefined && tag.resolve !== undefined) {
-      const resolved = (tag.resolve as (s: string, e: () => void, o: unknown) => unknown)(source, onError, docOptions);
-      value = isScalar(resolved) ? resolved.value : resolved;
-    }
-    if (cache.size < 4096) cache.set(source, value);
-    return value;
-  };
+/** A plain scalar's value for Go; a value JavaScript cannot carry exactly is left to yaml (which rejects it). */
+function resolvePlain(source: string): unknown {
+  const value = resolveGoPlain(source);
+  if (value === UNREPRESENTABLE) throw new GiveUp();
+  return value;
 }
 
 /** The result for one document body: its value and its tree, or undefined when it has no content. */
@@ -99,11 +76,12 @@ export interface FastDocument {
  * `---` line). Returns undefined when the body has something the fast reader
  * does not handle; `{ value: null }` for a body of only comments and blank lines.
  */
-export function readFastDocument(text: string, start: number, end: number, resolve: ScalarResolver): FastDocument | undefined {
+export function readFastDocument(text: string, start: number, end: number, maxDepth: number): FastDocument | undefined {
   try {
-    return new Reader(text, start, end, resolve).document();
+    return new Reader(text, start, end, maxDepth).document();
   } catch (error) {
-    if (error instanceof GiveUp) return undefined;
+    // Too deep (by the limit, or for the stack): yaml's path reports it as invalid input.
+    if (error instanceof GiveUp || error instanceof RangeError) return undefined;
     throw error;
   }
 }
@@ -115,12 +93,13 @@ const KEY_END = /:(?: |$)/;
 class Reader {
   readonly #text: string;
   readonly #lines: Line[] = [];
-  readonly #resolve: ScalarResolver;
+  readonly #maxDepth: number;
+  #depth = 0;
   #i = 0;
 
-  constructor(text: string, start: number, end: number, resolve: ScalarResolver) {
+  constructor(text: string, start: number, end: number, maxDepth: number) {
     this.#text = text;
-    this.#resolve = resolve;
+    this.#maxDepth = maxDepth;
     if (text.slice(start, end).includes('\t')) throw new GiveUp(); // tabs: whitespace rules differ by context, leave to yaml
     let pos = start;
     while (pos < end) {
@@ -145,6 +124,11 @@ class Reader {
     return { value: toValue(root), root };
   }
 
+  /** One level deeper into collections; past the limit, yaml's path rejects the document. */
+  #enter(): void {
+    if (++this.#depth > this.#maxDepth) throw new GiveUp();
+  }
+
   /** The next line with content, skipping blank and comment lines. */
   #peek(): Line | undefined {
     while (this.#i < this.#lines.length) {
@@ -157,6 +141,7 @@ class Reader {
 
   /** A block mapping whose keys sit at column `indent`; the first key starts at `firstKey` (maybe mid-line after `- `). */
   #mapping(indent: number, firstKey: number): FastMap {
+    this.#enter();
     const pairs: FastPair[] = [];
     const seen = new Set<string>();
     let keyStart = firstKey;
@@ -176,11 +161,13 @@ class Reader {
       if (this.#text.charCodeAt(col) === 45 /* - */ && this.#isDash(col)) break; // an indentless sequence ends us
       keyStart = col;
     }
+    this.#depth--;
     return { type: 'map', flow: false, range: [firstKey, rangeEnd], pairs };
   }
 
   /** A block sequence whose `-` sit at column `indent`. */
   #sequence(indent: number): FastSeq {
+    this.#enter();
     const items: FastNode[] = [];
     const first = this.#peek() as Line;
     const start = first.start + indent;
@@ -210,6 +197,7 @@ class Reader {
       items.push(item);
       end = Math.max(end, item.range[1]);
     }
+    this.#depth--;
     return { type: 'seq', flow: false, range: [start, end], items };
   }
 
@@ -260,7 +248,7 @@ class Reader {
       after = node.range[1];
     } else {
       const { source, end } = this.#plain(start, line.end);
-      node = { type: 'scalar', range: [start, end], value: this.#resolve(source) };
+      node = { type: 'scalar', range: [start, end], value: resolvePlain(source) };
       after = end;
     }
     this.#restOfLine(after, line.end);
@@ -273,6 +261,7 @@ class Reader {
 
   /** A flow collection that opens at `start` and closes on the same line. */
   #flow(start: number, lineEnd: number): FastMap | FastSeq {
+    this.#enter();
     const text = this.#text;
     const isMap = text.charCodeAt(start) === 123;
     const close = isMap ? 125 : 93;
@@ -281,6 +270,7 @@ class Reader {
     const seen = new Set<string>();
     let i = this.#skipSpaces(start + 1, lineEnd);
     if (text.charCodeAt(i) === close) {
+      this.#depth--;
       const range: [number, number] = [start, i + 1];
       return isMap ? { type: 'map', flow: true, range, pairs } : { type: 'seq', flow: true, range, items };
     }
@@ -297,7 +287,7 @@ class Reader {
         } else {
           const { source, end } = this.#flowPlain(i, lineEnd);
           if (text.charCodeAt(end) !== 58) throw new GiveUp(); // `{a}` or `{a :b}`: leave to yaml
-          const resolved = this.#resolve(source);
+          const resolved = resolvePlain(source);
           if (typeof resolved !== 'string' || source === '<<') throw new GiveUp();
           key = resolved;
           keyEnd = end;
@@ -320,6 +310,7 @@ class Reader {
       i = this.#skipSpaces(i, lineEnd);
       const c = text.charCodeAt(i);
       if (c === close) {
+        this.#depth--;
         const range: [number, number] = [start, i + 1];
         return isMap ? { type: 'map', flow: true, range, pairs } : { type: 'seq', flow: true, range, items };
       }
@@ -339,7 +330,7 @@ class Reader {
     }
     const { source, end } = this.#flowPlain(i, lineEnd);
     if (text.charCodeAt(end) === 58) throw new GiveUp(); // `[a: b]`: a pair in a sequence
-    return { type: 'scalar', range: [i, end], value: this.#resolve(source) };
+    return { type: 'scalar', range: [i, end], value: resolvePlain(source) };
   }
 
   /** A plain scalar inside a flow collection: stops at `,`, `]`, `}`, `: ` and ` #`. */
@@ -542,7 +533,7 @@ class Reader {
       while (trimmed > start && text.charCodeAt(trimmed - 1) === 32) trimmed--;
       const source = text.slice(start, trimmed);
       if (PLAIN_FORBIDDEN_START.test(source) || source.includes(' #')) throw new GiveUp();
-      const resolved = this.#resolve(source);
+      const resolved = resolvePlain(source);
       if (typeof resolved !== 'string' || source === '<<') throw new GiveUp(); // `on:`, `1:`, merge keys: leave to yaml
       key = resolved;
       keyEnd = trimmed;

@@ -9,7 +9,7 @@
  * place: a crashed or concurrent install never leaves a half-written tool behind.
  */
 import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, readFile, rename, rm, symlink, stat, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
@@ -34,6 +34,11 @@ export interface Tools {
   readonly helm: string;
   /** A directory containing exactly `kustomize` and `helm`, for the front of PATH. */
   readonly binDir: string;
+  /**
+   * The Go YAML oracle built from `test/tools/goyaml/` (its go.mod/go.sum pin sigs.k8s.io/yaml and
+   * k8s.io/apimachinery): reads a stream as Argo CD reads plugin output. Not on `binDir`.
+   */
+  readonly goyaml: string;
 }
 
 /** The pins, read from `test/tools/versions.json`. */
@@ -75,7 +80,32 @@ async function install(): Promise<Tools> {
   const kustomize = await ensureTool(root, 'kustomize');
   const helm = await ensureTool(root, 'helm');
   const binDir = await ensureBinDir(root, { kustomize, helm });
-  return Object.freeze({ kustomize, helm, binDir });
+  const goyaml = await ensureGoyaml(root);
+  return Object.freeze({ kustomize, helm, binDir, goyaml });
+}
+
+/** Builds the test-only Go YAML oracle; cached under a hash of its sources, so an edit rebuilds it. */
+async function ensureGoyaml(root: string): Promise<string> {
+  const sourceDir = join(import.meta.dirname, 'tools', 'goyaml');
+  const digest = createHash('sha256');
+  for (const file of ['go.mod', 'go.sum', 'main.go']) digest.update(file).update('\0').update(await readFile(join(sourceDir, file))).update('\0');
+  const id = digest.digest('hex').slice(0, 16);
+  const finalDir = join(root, `goyaml-${id}`);
+  const finalBin = join(finalDir, 'goyaml');
+  if (existsSync(finalBin)) return finalBin;
+  const release = await lock(join(root, `.lock-goyaml-${id}`));
+  const tempDir = join(root, `.tmp-goyaml-${id}-${process.pid}-${randomBytes(4).toString('hex')}`);
+  try {
+    if (existsSync(finalBin)) return finalBin;
+    await mkdir(tempDir, { recursive: true });
+    const args = ['build', '-C', sourceDir, '-mod=readonly', '-trimpath', '-o', join(tempDir, 'goyaml'), '.'];
+    await run('go', args, { ...process.env, CGO_ENABLED: '0' }, `go ${args.join(' ')}`);
+    await publish(tempDir, finalDir);
+  } finally {
+    await rm(tempDir, { recursive: true, force: true });
+    await release();
+  }
+  return finalBin;
 }
 
 async function ensureTool(root: string, name: ToolName): Promise<string> {
