@@ -79,6 +79,21 @@ fixture.test('a template change creates a new ReplicaSet and replaces every pod'
   }
 });
 
+fixture.test('deleting a Deployment garbage-collects its ReplicaSet and pods', async ({ cluster, namespace }) => {
+  const { admin } = cluster;
+  await create(admin, `/apis/apps/v1/namespaces/${namespace}/deployments`, deployment('doomed', 2));
+  await waitForDeploymentRollout(admin, namespace, 'doomed');
+  await admin.request('DELETE', `/apis/apps/v1/namespaces/${namespace}/deployments/doomed`, {
+    apiVersion: 'v1',
+    kind: 'DeleteOptions',
+    propagationPolicy: 'Background',
+  });
+  await waitFor('the garbage collector to remove the ReplicaSet and its pods', async () => {
+    const replicaSets = await admin.request<KubeList>('GET', `/apis/apps/v1/namespaces/${namespace}/replicasets`);
+    return replicaSets.items.length === 0 && (await listPods(admin, namespace, 'app=doomed')).length === 0;
+  });
+});
+
 fixture.test('a StatefulSet rolls its pods highest ordinal first', async ({ cluster, namespace }) => {
   const { admin } = cluster;
   const path = `/apis/apps/v1/namespaces/${namespace}/statefulsets`;
