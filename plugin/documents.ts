@@ -1,8 +1,8 @@
 import { Composer, LineCounter, Parser, isMap, isScalar, isSeq, visit } from 'yaml';
-import type { Document, DocumentOptions, ParseOptions, SchemaOptions } from 'yaml';
+import type { Document, DocumentOptions, ParseOptions, Scalar, SchemaOptions } from 'yaml';
 import { InvalidInputError } from './errors.ts';
 import { readFastDocument } from './fast-yaml.ts';
-import { GO_SCALAR_TAGS } from './go-scalars.ts';
+import { GO_SCALAR_TAGS, classifyGoPlain } from './go-scalars.ts';
 import type { FastNode, FastPair } from './fast-yaml.ts';
 
 /**
@@ -97,6 +97,7 @@ export function parseStream(input: TextStream, limits: DocumentLimits = DEFAULT_
   // but after the `---` we may put in front of the document it would become part of the first key.
   const stream = input.text.charCodeAt(0) === 0xfeff ? { label: input.label, text: input.text.slice(1) } : input;
   rejectForeignLineBreaks(stream);
+  rejectBadSeparators(stream);
   if (options.fast !== false) {
     const fast = parseStreamFast(stream, limits);
     if (fast !== undefined) return fast;
@@ -140,6 +141,22 @@ function rejectForeignLineBreaks(stream: TextStream): void {
   const name = found[0] === '\ufeff' ? 'a byte order mark (U+FEFF) after the start of the stream'
     : `U+${found[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')}, which Argo CD's YAML parser reads as a line break and this plugin's does not`;
   throw new InvalidInputError({ file: stream.label, document: Math.max(0, document) }, `line ${line}, column ${col}: ${name}; remove it or write it as an escape in a double-quoted string`);
+}
+
+/**
+ * Argo CD splits the stream at every line that starts with `---` before
+ * any YAML parsing, and refuses one with anything but a comment after it
+ * (`--- a`, `----`, `---x`), where YAML would read a value or a scalar.
+ */
+function rejectBadSeparators(stream: TextStream): void {
+  const found = /^---(?:[ \t]*[^ \t\r\n#]|[^ \t\r\n])/m.exec(stream.text);
+  if (found === null) return;
+  const document = splitDocuments(stream.text.slice(0, found.index + 1)).length - 1;
+  const { line } = lineCounterFor(stream.text).linePos(found.index);
+  throw new InvalidInputError(
+    { file: stream.label, document: Math.max(0, document) },
+    `line ${line}: a line starting with --- must be a document separator, followed by nothing but a comment (Argo CD splits documents there)`,
+  );
 }
 
 /** One document's place in a stream: [start, bodyStart, end) and whether it has its own `---`. */
@@ -234,7 +251,8 @@ function fromYaml(node: unknown): TreeNode {
             : fromYaml(pair.value);
           return {
             // A key that is not a string (`on:` is a boolean in YAML 1.1) can never be one we look for.
-            key: isScalar(key) && typeof key.value === 'string' ? key.value : '\u0000not-a-string',
+            // A merge key (its value is a symbol) is named `<<`, so the stamper can see that keys are merged in.
+            key: isScalar(key) && typeof key.value === 'string' ? key.value : isScalar(key) && typeof key.value === 'symbol' ? '<<' : '\u0000not-a-string',
             keyRange,
             value: value as FastNode,
           };
@@ -337,7 +355,7 @@ function composeSegment(
     if (error !== undefined) {
       throw new InvalidInputError(where, `${locate(error.pos[0])}: ${safeMessage(error.message)}`);
     }
-    checkKeys(ast, where, locate);
+    checkGoCompatibility(ast, where, locate);
     // The first document also owns any comments before it; later ones start at their token.
     const start = i === 0 ? 0 : (starts[i] ?? 0);
     const end = starts[i + 1] ?? text.length;
@@ -369,12 +387,19 @@ function composeSegment(
 }
 
 /**
- * Mapping keys Go names differently than `yaml` (a null or float key, a
- * collection as a key), and a merge key after explicit keys (Go lets the
- * merged values overwrite those keys, YAML and `yaml` do not).
+ * What Go reads differently than `yaml`, found in the syntax tree: mapping
+ * keys Go names otherwise (null, float, a collection), a merge key after
+ * explicit keys (Go lets the merged values overwrite them, YAML does not),
+ * a `?` inside a plain scalar in a flow collection (it ends the scalar for Go).
  */
-function checkKeys(ast: Document.Parsed, where: { file: string; document: number }, locate: (offset: number) => string): void {
+function checkGoCompatibility(ast: Document.Parsed, where: { file: string; document: number }, locate: (offset: number) => string): void {
   visit(ast, {
+    Scalar(_, scalar, path) {
+      if (scalar.type !== 'PLAIN' || typeof scalar.source !== 'string' || !scalar.source.includes('?')) return;
+      if (path.some((p) => (isMap(p) || isSeq(p)) && p.flow === true)) {
+        throw new InvalidInputError(where, `${locate(scalar.range?.[0] ?? 0)}: a "?" inside an unquoted value in [...] or {...} ends the value for Argo CD's YAML parser; quote the value`);
+      }
+    },
     Map(_, map) {
       map.items.forEach((pair, i) => {
         const key = pair.key;
@@ -384,7 +409,9 @@ function checkKeys(ast: Document.Parsed, where: { file: string; document: number
           if (i > 0) throw new InvalidInputError(where, `${locate(at)}: a merge key (<<) must come first in its mapping: Argo CD lets it overwrite the keys before it`);
           return;
         }
-        const plainKey = typeof value === 'string' || typeof value === 'boolean' || (typeof value === 'number' && Number.isInteger(value));
+        // A number key is an int for Go only as Go resolves it (`1e3` is a float there, named `1000` by yaml).
+        const goInt = typeof value === 'number' && (key as Scalar).type === 'PLAIN' && classifyGoPlain(String((key as Scalar).source))[0] === 'int';
+        const plainKey = typeof value === 'string' || typeof value === 'boolean' || goInt;
         if (!plainKey) throw new InvalidInputError(where, `${locate(at)}: a mapping key must be a string, an integer or a boolean (Argo CD reads other keys differently or not at all)`);
       });
     },
@@ -420,6 +447,7 @@ function lineCounterFor(text: string): LineCounter {
  * escape, a token's source, which can be a Secret's value), on one line, bounded.
  */
 const REDACTIONS: readonly (readonly [RegExp, string])[] = [
+  [/^Maximum call stack size exceeded.*$/s, 'the YAML nests too deeply to read'],
   [/^(Plain value cannot start with) .*$/s, '$1 this character'],
   [/^(Unknown directive|Unsupported YAML version) .*$/s, '$1'],
   [/^(Could not resolve tag|Not a valid tag|Unresolved tag):? .*$/s, '$1'],

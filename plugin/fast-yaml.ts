@@ -345,6 +345,7 @@ class Reader {
         if (n === 32 || n === 44 || n === 93 || n === 125 || end + 1 === lineEnd) break;
       }
       if (c === 35 /* # */ && text.charCodeAt(end - 1) === 32) throw new GiveUp();
+      if (c === 63 /* ? */) throw new GiveUp(); // ends the scalar for Go, not for yaml: yaml's path rejects it
     }
     if (end === lineEnd) throw new GiveUp(); // unclosed on this line
     let trimmed = end;

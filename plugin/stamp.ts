@@ -32,6 +32,9 @@ interface Edit {
 /** The annotation stays below the template: `metadata.annotations[HASH_ANNOTATION]`. */
 const ANNOTATION_PATH = ['metadata', 'annotations', HASH_ANNOTATION] as const;
 
+/** Why a template reached through `*alias` or `<<: *alias` cannot be stamped: the anchor's other users would change too. */
+const FROM_ALIAS = `the pod template is built from a YAML alias or merge key; Driftless cannot add ${HASH_ANNOTATION} to it without changing other objects (write the template out in full)`;
+
 /** Raised when a stamped document would not mean exactly "the input plus the annotation". A bug, exit 1. */
 export class StampVerificationError extends Error {
   override readonly name = 'StampVerificationError';
@@ -75,6 +78,11 @@ class Source {
     return this.#document.text.slice(start - this.#document.rangeBase, end - this.#document.rangeBase);
   }
 
+  /** The document's own line ending, so inserted lines never mix `\n` into a CRLF file. */
+  get eol(): string {
+    return this.#document.text.includes('\r\n') ? '\r\n' : '\n';
+  }
+
   #lineStart(offset: number): number {
     const base = this.#document.rangeBase;
     return this.#document.text.lastIndexOf('\n', offset - base - 1) + 1 + base;
@@ -96,15 +104,15 @@ class Source {
     const walked: string[] = [];
     for (const step of path) {
       walked.push(String(step));
-      if (node?.type === 'other') throw new StampVerificationError(`${this.#where()}: cannot add ${HASH_ANNOTATION} through a YAML alias at ${walked.join('.')}`);
+      if (node?.type === 'other') this.#fail(walked, FROM_ALIAS);
       if (typeof step === 'number') {
         node = node?.type === 'seq' ? node.items[step] : undefined;
       } else {
         node = node?.type === 'map' ? findPair(node, step)?.value : undefined;
       }
-      if (node === undefined) this.#fail(walked, 'not found in the document (is it set through a YAML merge key?)');
+      if (node === undefined) this.#fail(walked, FROM_ALIAS);
     }
-    if (node?.type === 'other') throw new StampVerificationError(`${this.#where()}: cannot add ${HASH_ANNOTATION} through a YAML alias at ${walked.join('.')}`);
+    if (node?.type === 'other') this.#fail(walked, FROM_ALIAS);
     if (node?.type !== 'map') this.#fail(walked, 'the pod template must be a mapping');
     return node;
   }
@@ -118,10 +126,12 @@ class Source {
     const [key, ...rest] = keys;
     if (key === undefined) throw new Error('ensure needs at least one key');
     const here = [...field, key];
+    // Keys merged in with `<<` are not in this mapping's text: adding one here would override them all.
+    if (findPair(map, '<<') !== undefined) this.#fail(field, FROM_ALIAS);
     const pair = findPair(map, key);
     if (pair === undefined) return this.#insertPair(map, keys, hash);
     const value = pair.value as TreeNode;
-    if (value.type === 'other') throw new StampVerificationError(`${this.#where()}: cannot add ${HASH_ANNOTATION} through a YAML alias at ${here.join('.')}`);
+    if (value.type === 'other') this.#fail(here, FROM_ALIAS);
     if (rest.length === 0) {
       if (isNullNode(value)) return this.#replaceNull(map, pair, [], hash);
       return this.#replaceValue(value, quoted(hash));
@@ -142,7 +152,7 @@ class Source {
       const lineStart = this.#lineStart(keyStart);
       const indent = this.#text(lineStart, keyStart);
       // Pretty-printed JSON: a line of its own; compact JSON: inline.
-      if (/^[ \t]*$/.test(indent)) return { start: lineStart, end: lineStart, text: `${indent}${pairText},\n` };
+      if (/^[ \t]*$/.test(indent)) return { start: lineStart, end: lineStart, text: `${indent}${pairText},${this.eol}` };
       return { start: keyStart, end: keyStart, text: `${pairText}, ` };
     }
     if (first === undefined) throw new StampVerificationError(`${this.#where()}: an empty block mapping`);
@@ -151,12 +161,12 @@ class Source {
     const prefix = this.#text(lineStart, keyStart);
     const lines = blockLines(keys, hash);
     if (/^ *$/.test(prefix)) {
-      return { start: lineStart, end: lineStart, text: lines.map((line) => prefix + line + '\n').join('') };
+      return { start: lineStart, end: lineStart, text: lines.map((line) => prefix + line + this.eol).join('') };
     }
     // The first key shares its line with sequence indicators (`- key:`): start there, realign the old key.
     const pad = ' '.repeat(keyStart - lineStart);
     const [head, ...tail] = lines;
-    return { start: keyStart, end: keyStart, text: [head, ...tail.map((line) => pad + line)].join('\n') + '\n' + pad };
+    return { start: keyStart, end: keyStart, text: [head, ...tail.map((line) => pad + line)].join(this.eol) + this.eol + pad };
   }
 
   /** Fills a key whose value is empty or null with `rest...: hash` (or the hash itself when `rest` is empty). */
@@ -177,12 +187,14 @@ class Source {
         return {
           start: colon + 1,
           end: valueRange[1],
-          text: blockLines(rest, hash).map((line) => `\n${pad}${line}`).join(''),
+          text: blockLines(rest, hash).map((line) => `${this.eol}${pad}${line}`).join(''),
         };
       }
     }
-    // Flow context, or a comment after the value: a flow mapping fits in place of the scalar.
-    return { start: valueRange[0], end: valueRange[1], text: `${needsSpace ? ' ' : ''}{${flowPair(rest, hash)}}` };
+    // Flow context, or a comment after the value: a flow mapping fits in place of the scalar
+    // (a space before a comment right after it: `}# c` would not be a comment).
+    const commentNext = this.#text(valueRange[1], valueRange[1] + 1) === '#';
+    return { start: valueRange[0], end: valueRange[1], text: `${needsSpace ? ' ' : ''}{${flowPair(rest, hash)}}${commentNext ? ' ' : ''}` };
   }
 
   /** Overwrites an existing annotation value, keeping the line structure around it. */
@@ -230,7 +242,8 @@ function verify(document: ParsedDocument, stamps: readonly Stamp[], text: string
   };
   let values: unknown[];
   try {
-    values = parseStream({ label: document.file, text }, { maxDocumentBytes: Number.MAX_SAFE_INTEGER, maxAliasCount: -1 }).map((d) => d.value);
+    // Read back by yaml, not by the fast reader that read the input: a second, independent reading.
+    values = parseStream({ label: document.file, text }, { maxDocumentBytes: Number.MAX_SAFE_INTEGER, maxAliasCount: -1, maxDepth: Number.MAX_SAFE_INTEGER }, { fast: false }).map((d) => d.value);
   } catch {
     return fail();
   }

@@ -32,7 +32,7 @@ function stamp(text: string, templatePath: readonly (string | number)[] = ['spec
 
 describe('parseStream', () => {
   it('keeps every document\'s text byte for byte and drops empty documents', () => {
-    const text = '# head\n---\na: yes # c\n---\n# only a comment\n---\n\'b\': "on"\n...\n--- null\n---\nc: 1\n';
+    const text = '# head\n---\na: yes # c\n---\n# only a comment\n---\n\'b\': "on"\n...\n---\nnull\n---\nc: 1\n';
     const docs = parseStream({ label: 's', text });
     assert.deepEqual(docs.map((d) => d.index), [0, 2, 4]);
     assert.deepEqual(docs.map((d) => d.text), ['# head\n---\na: yes # c\n', '---\n\'b\': "on"\n...\n', '---\nc: 1\n']);
@@ -93,6 +93,51 @@ describe('parseStream', () => {
       (e: unknown) => e instanceof InvalidInputError && /bomb\.yaml#0: YAML aliases expand beyond the limit \(maxAliasCount 10\)/.test(e.message),
     );
     assert.equal(parseStream({ label: 'ok.yaml', text }).length, 1, 'a few aliases are fine with the default');
+  });
+
+  it('reads plain scalars as Go does: e5, ".", 1e400 are strings; 0o17 and 1_000 ints', () => {
+    const value = only('a: e5\nb: E10\nc: .\nd: ._1\ne: 1.7976931348623157e309\nf: 0o17\ng: 1_000\nh: 0x7fffffffffffffffff\ni: "0o17"\nj: 08\nk: .5\n').value;
+    assert.deepEqual(value, { a: 'e5', b: 'E10', c: '.', d: '._1', e: '1.7976931348623157e309', f: 15, g: 1000, h: '0x7fffffffffffffffff', i: '0o17', j: 8, k: 0.5 });
+    // Both readers: the same text through yaml alone.
+    assert.deepEqual(parseStream({ label: 's', text: 'a: [e5, ., 0o17]\n' }, DEFAULT_LIMITS, { fast: false })[0]?.value, { a: ['e5', '.', 15] });
+  });
+
+  it('rejects, naming the line, what JSON cannot carry as Go reads it, and tags Go reads otherwise', () => {
+    for (const [text, problem] of [
+      ['a: 1\nb: 12345678901234567890\n', /line 2, column 4: a number that JSON cannot carry exactly/],
+      ['a: .inf\n', /a number that JSON cannot carry exactly/],
+      ['a: !!int S3cr3tValue\n', /line 1, column 4: /],
+      ['a: !!binary aGk=\n', /line 1, column 4: /],
+      ['a: !foo x\n', /line 1, column 4: /],
+      ['~: 1\n', /a mapping key must be a string, an integer or a boolean/],
+      ['1e3: 1\n', /a mapping key must be a string, an integer or a boolean/],
+      ['b: &b {x: 1}\nm:\n  y: 2\n  <<: *b\n', /line 4, column 3: a merge key \(<<\) must come first/],
+      ['a: [x?y]\n', /a "\?" inside an unquoted value/],
+      ['--- a\n', /line 1: a line starting with --- must be a document separator/],
+    ] as const) {
+      assert.throws(() => parseStream({ label: 'f.yaml', text }), (e: unknown) => e instanceof InvalidInputError && problem.test(e.message) && !/S3cr3t|aGk=/.test(e.message), text);
+    }
+  });
+
+  it('drops a leading byte order mark, and rejects one later or a line break only Go sees', () => {
+    const docs = parseStream({ label: 'b.yaml', text: '\ufeffapiVersion: v1\nkind: List\n' });
+    assert.deepEqual(docs[0]?.value, { apiVersion: 'v1', kind: 'List' });
+    assert.equal(joinDocuments(docs), '---\napiVersion: v1\nkind: List\n');
+    for (const [text, where] of [['a: 1\n---\n\ufeffb: 2\n', /^f\.yaml#1: line 3, column 1: a byte order mark/], ['data:\n  a: x # c\u2028  b: hidden\n', /^f\.yaml#0: line 2, column 11: U\+2028/], ['a: "x\u0085y"\n', /U\+0085/], ['a: x\u2029\n', /U\+2029/]] as const) {
+      assert.throws(() => parseStream({ label: 'f.yaml', text }), (e: unknown) => e instanceof InvalidInputError && where.test(e.message), JSON.stringify(text));
+    }
+  });
+
+  it('bounds nesting depth and what aliases expand to, with exit-4 errors', () => {
+    const deep = `x: ${'['.repeat(100_000)}${']'.repeat(100_000)}\n`;
+    assert.throws(() => parseStream({ label: 'd.yaml', text: deep }), (e: unknown) => e instanceof InvalidInputError && /nests/.test(e.message));
+    const keys = Array.from({ length: 3000 }, (_, i) => `${' '.repeat(i)}k${i}:\n`).join('');
+    assert.throws(() => parseStream({ label: 'd.yaml', text: keys }), (e: unknown) => e instanceof InvalidInputError && /nests/.test(e.message));
+    const big = `s: &s "${'x'.repeat(200_000)}"\n${Array.from({ length: 60 }, (_, i) => `k${i}: *s\n`).join('')}`;
+    assert.throws(
+      () => parseStream({ label: 'a.yaml', text: big }, { ...DEFAULT_LIMITS, maxDocumentBytes: 1_000_000 }),
+      (e: unknown) => e instanceof InvalidInputError && /^a\.yaml#0: YAML aliases expand the document beyond 1000000 bytes/.test(e.message),
+    );
   });
 
   it('reports the line and column of a parse error in the whole stream', () => {
@@ -178,7 +223,21 @@ describe('stampDocument', () => {
 
   it('refuses, instead of changing meaning, when the template comes from a merge key', () => {
     const text = 'apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\nbase: &base\n  metadata:\n    labels: {a: b}\n  spec: {}\nspec:\n  template:\n    <<: *base\n';
-    assert.throws(() => stampDocument(only(text), [{ templatePath: ['spec', 'template'], hash: HASH }]), StampVerificationError);
+    const built = /^in\.yaml#0: spec\.template: the pod template is built from a YAML alias or merge key; Driftless cannot add/;
+    assert.throws(() => stampDocument(only(text), [{ templatePath: ['spec', 'template'], hash: HASH }]), (e: unknown) => e instanceof InvalidInputError && built.test(e.message));
+    const alias = text.replace('    <<: *base\n', '').replace('  template:\n', '  template: *base\n');
+    assert.throws(() => stampDocument(only(alias), [{ templatePath: ['spec', 'template'], hash: HASH }]), (e: unknown) => e instanceof InvalidInputError && built.test(e.message));
+  });
+
+  it('keeps a comment after an empty annotations/metadata a comment, and CRLF line endings', () => {
+    for (const tail of ['    metadata:\n      annotations: # none yet\n', '    metadata: # c\n', '    metadata:\n      annotations: # c\n      labels: {a: b}\n']) {
+      const out = stampDocument(only(deployment(tail)), [{ templatePath: ['spec', 'template'], hash: HASH }]);
+      assert.match(out, /[}"] # (none yet|c)\n/, out);
+    }
+    const crlf = deployment('    metadata:\n      labels: {a: b}\n').replaceAll('\n', '\r\n');
+    const out = stampDocument(only(crlf), [{ templatePath: ['spec', 'template'], hash: HASH }]);
+    assert.doesNotMatch(out, /[^\r]\n/, 'no bare LF in a CRLF document');
+    assert.match(out, new RegExp(`${HASH_ANNOTATION}: "${HASH}"\\r\\n`));
   });
 
   it('names the document and field when the template is not a mapping', () => {

@@ -1,8 +1,9 @@
 // Command goyaml reads a YAML stream on stdin the way Argo CD reads a config
-// management plugin's output: split into documents with apimachinery's
-// YAMLReader (as gitops-engine's kube.SplitYAMLToString does), drop empty and
-// `null` documents, convert each with sigs.k8s.io/yaml.YAMLToJSON. It prints
-// one line per document: {"json": <the document>} or {"error": "<message>"}.
+// management plugin's output (gitops-engine's kube.SplitYAMLToString):
+// apimachinery's YAMLOrJSONDecoder turns each document into JSON with
+// sigs.k8s.io/yaml, empty and `null` documents are dropped. It prints one
+// line per document: {"json": <the document>}, or {"error": "<message>"} and
+// nothing more for the stream, as Argo CD stops there too.
 // With -batch, stdin holds several streams separated by a NUL byte, and a
 // line "=== <n>" precedes the output of the n-th stream. Test-only oracle.
 package main
@@ -18,7 +19,6 @@ import (
 	"os"
 
 	kubeyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"sigs.k8s.io/yaml"
 )
 
 func main() {
@@ -42,26 +42,26 @@ func main() {
 }
 
 func readStream(out io.Writer, data []byte) {
-	reader := kubeyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	decoder := kubeyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
 	for {
-		doc, err := reader.Read()
-		if errors.Is(err, io.EOF) {
+		var raw json.RawMessage
+		if err := decoder.Decode(&raw); err != nil {
+			if !errors.Is(err, io.EOF) {
+				line(out, map[string]string{"error": err.Error()})
+			}
 			return
 		}
-		if err != nil {
-			line(out, map[string]string{"error": "split: " + err.Error()})
-			return
-		}
-		doc = bytes.TrimSpace(doc)
-		if len(doc) == 0 || bytes.Equal(doc, []byte("null")) {
+		raw = bytes.TrimSpace(raw)
+		if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 			continue
 		}
-		converted, err := yaml.YAMLToJSON(doc)
-		if err != nil {
+		// A JSON input document comes back as written: one line per document.
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, raw); err != nil {
 			line(out, map[string]string{"error": err.Error()})
-			continue
+			return
 		}
-		fmt.Fprintf(out, "{\"json\":%s}\n", converted)
+		fmt.Fprintf(out, "{\"json\":%s}\n", compact.Bytes())
 	}
 }
 

@@ -1,0 +1,225 @@
+/**
+ * Go itself as the oracle. Argo CD reads the plugin's stdout with Go
+ * (apimachinery's YAMLReader, then sigs.k8s.io/yaml on go-yaml v2); the
+ * tool in `test/tools/goyaml/` does exactly that. For every input here:
+ * (i) what the plugin reads equals what Go reads, document by document, or
+ * the plugin rejects the input as invalid (exit 4) — never a silent
+ * difference; (ii) `generate`'s output, read by Go, is the input read by Go
+ * plus exactly the hash annotation on the stamped pod templates.
+ */
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { before, describe, it } from 'node:test';
+import { HASH_ANNOTATION } from '../../core/index.ts';
+import { generate } from '../../plugin/commands/generate.ts';
+import { parseConfig } from '../../plugin/config.ts';
+import { parseStream } from '../../plugin/documents.ts';
+import { InvalidInputError, exitCodeFor } from '../../plugin/errors.ts';
+import { ensureTools } from '../tools.ts';
+import { FIXTURES, GOLDEN } from './cli.ts';
+import { Gen } from './gen.ts';
+
+type GoDocument = { readonly json: unknown } | { readonly error: string };
+
+let goyaml = '';
+before(async () => {
+  goyaml = (await ensureTools()).goyaml;
+});
+
+/** Reads many streams with one Go process. */
+function goRead(streams: readonly string[]): GoDocument[][] {
+  for (const s of streams) assert.ok(!s.includes('\0'), 'a stream with a NUL byte cannot be batched');
+  const result = spawnSync(goyaml, ['-batch'], { input: streams.join('\0'), encoding: 'utf8', maxBuffer: 1 << 30 });
+  assert.equal(result.status, 0, result.stderr);
+  const out: GoDocument[][] = [];
+  for (const line of result.stdout.split('\n')) {
+    if (line === '') continue;
+    if (line.startsWith('=== ')) out.push([]);
+    else out[out.length - 1]?.push(JSON.parse(line) as GoDocument);
+  }
+  assert.equal(out.length, streams.length);
+  return out;
+}
+
+/** What the plugin reads: the values of its documents, or 'rejected' (exit 4). */
+function pluginRead(text: string): unknown[] | 'rejected' {
+  try {
+    return parseStream({ label: 'x', text }).map((d) => d.value);
+  } catch (error) {
+    assert.ok(error instanceof InvalidInputError && exitCodeFor(error) === 4, `not a clean rejection: ${String(error)}`);
+    return 'rejected';
+  }
+}
+
+/** As JSON carries it (what Argo CD gets from Go). */
+const asJson = (value: unknown): unknown => JSON.parse(JSON.stringify(value));
+
+/** Asserts (i) for every stream; returns how many the plugin rejected. */
+function assertSameAsGo(streams: readonly string[]): number {
+  const go = goRead(streams);
+  let rejected = 0;
+  streams.forEach((text, i) => {
+    const ours = pluginRead(text);
+    if (ours === 'rejected') {
+      rejected++;
+      return;
+    }
+    const theirs = go[i] ?? [];
+    const failed = theirs.find((d): d is { error: string } => 'error' in d);
+    assert.equal(failed, undefined, `Go rejects what the plugin accepts (${failed?.error}):\n${JSON.stringify(text)}`);
+    assert.deepStrictEqual(ours.map(asJson), theirs.map((d) => (d as { json: unknown }).json), `plugin and Go read differently:\n${JSON.stringify(text)}`);
+  });
+  return rejected;
+}
+
+function files(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    return statSync(path).isDirectory() ? files(path) : /\.(ya?ml|json)$/.test(name) ? [path] : [];
+  });
+}
+
+/** Plain scalars where YAML 1.1, the `yaml` package and Go have each been known to disagree. */
+const SCALARS = [
+  '.', 'e1', 'E10', '-e5', '.e1', '._', '._1', '1.7976931348623157e309', '1e400', '-1e400', '1e-400', '0o17', '0O17', '0x7fffffffffffffffff',
+  '0x1F', '-0x1F', '+0x1F', '0b101', '-0b101', '12345678901234567890', '9223372036854775807', '9223372036854775808', '18446744073709551616',
+  '9007199254740991', '9007199254740993', '-9007199254740993', 'yes', 'Yes', 'YES', 'yEs', 'on', 'On', 'no', 'off', 'y', 'Y', 'n', 'N', 'true', 'True',
+  'tRUE', '~', 'null', 'Null', 'nULL', '0777', '08', '09', '0999', '00', '-0', '+0', '1_000', '_1', '1__0', '0_x1', '+1', '-1', '+', '-', '.inf', '-.inf',
+  '+.inf', '.Inf', '.INF', '.NaN', '.nan', 'nan', 'inf', 'infinity', '2001-12-14', '2001-12-14t21:59:43.10-05:00', '2001-12-14 21:59:43.10',
+  '2001-1-2', '22:22', '190:20:30', '1.', '1.5', '.5', '+.5', '-.5', '1e3', '1E3', '6.02e+23', '1.50', '0.1_0', '1,000', '0x', '0b', '0o', '0xG',
+  '<<x', '=', 'a:b', 'a#b', 'http://x.example/a?b=c', '%x', '@x', '`x', '~x', 'nulls', 'yes!', 'o', 'O', 'f', 't',
+];
+
+function adversarial(): string[] {
+  const streams: string[] = [];
+  // Each scalar as a value, a key, a list item, in flow, quoted (must stay a string).
+  for (const s of SCALARS) {
+    const safe = /^[%@`]/.test(s) ? `"${s}"` : s;
+    streams.push(`v: ${safe}\n`, `${safe}: v\n`, `l:\n- ${safe}\n`, `f: [${safe}]\n`, `q: "${s}"\nr: '${s}'\n`);
+    streams.push(`apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${safe}\n  namespace: ${safe}\ndata:\n  k: ${safe}\n`);
+  }
+  streams.push(
+    '\ufeffapiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: bom\n',
+    '\ufeff---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: bom\n',
+    'a: 1\n---\n\ufeffb: 2\n',
+    'data:\n  a: x # c\u2028  b: hidden\n',
+    'data:\n  a: x\u2029b: y\n',
+    'data:\n  a: "x\u0085y"\n',
+    'data:\r\n  a: x\r\n  b: "y"\r\n---\r\nc: 1\r\n',
+    'data:\r  a: x\r',
+    'a:\n\tb: 1\n',
+    'a: b\t# tab before a comment\nc:\t1\n',
+    'base: &b {x: 1, y: 2}\nm:\n  <<: *b\n  y: 3\n',
+    'base: &b {x: 1, y: 2}\nm:\n  y: 3\n  <<: *b\n',
+    'a: &a {x: 1}\nb: &b {x: 2, y: 2}\nm:\n  <<: [*a, *b]\n',
+    'k: !!int 5\n', 'k: !!int S3cr3t\n', 'k: !!float 1\n', 'k: !!str 5\n', 'k: !!bool yes\n', 'k: !!binary aGk=\n', 'k: !!map x\n', 'k: !!seq x\n',
+    'k: !<tag:x> y\n', 'k: !foo y\n', 'k: !!null ~\n', 'k: !!timestamp 2001-12-14\n', '? [a]\n: 1\n', '~: 1\n', '1.5: a\n', 'true: a\nyes: b\n',
+    'x: [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]\n',
+    'a: |\n  literal\n  text\nb: >\n  folded\n  text\nc: "multi\n  line"\nd: plain\n  continued\n',
+    '%YAML 1.1\n---\na: 1\n', 'a: 1\n...\n---\nb: 2\n', '--- a\n', '---\n', 'null\n', '# only a comment\n', '{"a": 1}\n{"b": 2}\n',
+    'k: "\\x41\\u00e9\\U0001F600\\N\\_\\L\\P"\n', "k: 'it''s'\n", 'k: "a\\\n  b"\n',
+  );
+  return streams;
+}
+
+describe('Go oracle: the plugin reads every document as Argo CD does, or rejects it', () => {
+  it('fixtures and golden renders', () => {
+    const paths = [...files(FIXTURES), ...files(GOLDEN).filter((p) => !p.endsWith('.json'))];
+    const streams = paths.map((p) => readFileSync(p, 'utf8')).filter((t) => !t.includes('\0'));
+    assert.ok(streams.length > 10);
+    const rejected = assertSameAsGo(streams);
+    assert.ok(rejected < streams.length / 2, `${rejected} of ${streams.length} rejected`);
+  });
+
+  it('adversarial scalars and layouts', () => {
+    const streams = adversarial();
+    const rejected = assertSameAsGo(streams);
+    // Most of them are read, not just refused.
+    assert.ok(rejected < streams.length / 4, `${rejected} of ${streams.length} rejected`);
+  });
+
+  it('2,000 generated documents full of YAML 1.1 traps', () => {
+    const streams: string[] = [];
+    for (let seed = 1; seed <= 1000; seed++) {
+      const gen = new Gen(seed);
+      streams.push(`---\n${gen.nonWorkload(0)}\n---\n${gen.workload(1)}\n`);
+    }
+    const rejected = assertSameAsGo(streams);
+    assert.ok(rejected < streams.length / 10, `${rejected} of ${streams.length} rejected`);
+  });
+});
+
+describe('Go oracle: generate output read by Go is the input plus the annotation', () => {
+  it('200 random streams with workloads', async () => {
+    const config = parseConfig(['generate', '-'], { ARGOCD_APP_NAMESPACE: 'demo' }, process.cwd());
+    const inputs: string[] = [];
+    const outputs: string[] = [];
+    for (let seed = 2001; seed <= 2200; seed++) {
+      const gen = new Gen(seed);
+      const docs = ['apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\ndata:\n  k: "v"', gen.nonWorkload(0), gen.workload(1), gen.workload(2)];
+      const input = docs.map((d) => `---\n${d}\n`).join('');
+      let output: string;
+      try {
+        output = (await generate(config, new AbortController().signal, async () => [{ label: '<stdin>', text: input }])).stdout;
+      } catch (error) {
+        assert.equal(exitCodeFor(error), 4, String(error));
+        continue;
+      }
+      inputs.push(input);
+      outputs.push(output);
+    }
+    assert.ok(inputs.length > 150, `${200 - inputs.length} of 200 rejected`);
+    const go = goRead([...inputs, ...outputs]);
+    let stamped = 0;
+    inputs.forEach((input, i) => {
+      const before = go[i] as GoDocument[];
+      const after = go[inputs.length + i] as GoDocument[];
+      assert.equal(before.length, after.length, input);
+      after.forEach((doc, d) => {
+        assert.ok('json' in doc, `Go cannot read the output:\n${outputs[i]}`);
+        const original = before[d] as { json: unknown };
+        stamped += unstamp(doc.json, original.json);
+        assert.deepStrictEqual(doc.json, original.json, `output means something else:\n${outputs[i]}`);
+      });
+    });
+    assert.ok(stamped >= inputs.length, `only ${stamped} annotations found`);
+  });
+});
+
+/** Removes the annotation generate added (and the maps it had to create); returns how many it removed. */
+function unstamp(after: unknown, before: unknown): number {
+  let count = 0;
+  for (const path of [['spec', 'template'], ['spec', 'jobTemplate', 'spec', 'template']]) {
+    const a = dig(after, path);
+    const b = dig(before, path);
+    const metadata = a?.['metadata'] as Record<string, unknown> | undefined;
+    const annotations = metadata?.['annotations'] as Record<string, unknown> | undefined;
+    if (annotations === undefined || typeof annotations[HASH_ANNOTATION] !== 'string') continue;
+    assert.match(annotations[HASH_ANNOTATION] as string, /^v1:[0-9a-f]{64}$/);
+    count++;
+    const oldMetadata = b?.['metadata'] as Record<string, unknown> | null | undefined;
+    const oldAnnotations = oldMetadata?.['annotations'] as Record<string, unknown> | null | undefined;
+    if (oldAnnotations !== undefined && oldAnnotations !== null && HASH_ANNOTATION in oldAnnotations) {
+      annotations[HASH_ANNOTATION] = oldAnnotations[HASH_ANNOTATION];
+      continue;
+    }
+    delete annotations[HASH_ANNOTATION];
+    if (Object.keys(annotations).length > 0 || (oldAnnotations !== undefined && oldAnnotations !== null)) continue;
+    if (oldMetadata !== undefined && oldMetadata !== null) {
+      if ('annotations' in oldMetadata) metadata!['annotations'] = oldAnnotations;
+      else delete metadata!['annotations'];
+    } else if (Object.keys(metadata!).length === 1) {
+      if (b !== undefined && 'metadata' in b) a!['metadata'] = oldMetadata;
+      else delete a!['metadata'];
+    }
+  }
+  return count;
+}
+
+function dig(value: unknown, path: readonly string[]): Record<string, unknown> | undefined {
+  let node = value;
+  for (const step of path) node = typeof node === 'object' && node !== null ? (node as Record<string, unknown>)[step] : undefined;
+  return typeof node === 'object' && node !== null && !Array.isArray(node) ? (node as Record<string, unknown>) : undefined;
+}
