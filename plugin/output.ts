@@ -15,9 +15,11 @@ export interface OutputDocument {
 export function joinDocuments(documents: readonly OutputDocument[]): string {
   let out = '';
   for (const document of documents) {
-    if (!document.explicitStart) out += '---\n';
+    // A CRLF document gets CRLF around it too: no mixed line endings.
+    const eol = document.text.includes('\r\n') ? '\r\n' : '\n';
+    if (!document.explicitStart) out += `---${eol}`;
     out += document.text;
-    if (!document.text.endsWith('\n')) out += '\n';
+    if (!document.text.endsWith('\n')) out += eol;
   }
   return out;
 }

@@ -201,7 +201,8 @@ class Source {
   #replaceValue(value: TreeNode, text: string): Edit {
     const range = value.range;
     const old = this.#text(range[0], range[1]);
-    return { start: range[0], end: range[1], text: old.endsWith('\n') ? `${text}\n` : text };
+    // A block scalar's range ends with its line break: keep that break, in the document's style.
+    return { start: range[0], end: range[1], text: old.endsWith('\r\n') ? `${text}\r\n` : old.endsWith('\n') ? `${text}\n` : text };
   }
 }
 

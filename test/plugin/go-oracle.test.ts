@@ -17,6 +17,8 @@ import { generate } from '../../plugin/commands/generate.ts';
 import { parseConfig } from '../../plugin/config.ts';
 import { parseStream } from '../../plugin/documents.ts';
 import { InvalidInputError, exitCodeFor } from '../../plugin/errors.ts';
+import { joinDocuments } from '../../plugin/output.ts';
+import { stampDocument } from '../../plugin/stamp.ts';
 import { ensureTools } from '../tools.ts';
 import { FIXTURES, GOLDEN } from './cli.ts';
 import { Gen } from './gen.ts';
@@ -90,6 +92,36 @@ const SCALARS = [
   '+.inf', '.Inf', '.INF', '.NaN', '.nan', 'nan', 'inf', 'infinity', '2001-12-14', '2001-12-14t21:59:43.10-05:00', '2001-12-14 21:59:43.10',
   '2001-1-2', '22:22', '190:20:30', '1.', '1.5', '.5', '+.5', '-.5', '1e3', '1E3', '6.02e+23', '1.50', '0.1_0', '1,000', '0x', '0b', '0o', '0xG',
   '<<x', '=', 'a:b', 'a#b', 'http://x.example/a?b=c', '%x', '@x', '`x', '~x', 'nulls', 'yes!', 'o', 'O', 'f', 't',
+  '1:20', 'oN', 'nO', '<<', '5.', '0_7', '1e', '.e5', '0.1.2', '+12_3', '-0b11', '+0x10', '0x_1', '0b1_0', '0o10', '010', '1e+3', '.5E-1', '1__',
+  '-9223372036854775809', '1.5e3',
+];
+
+/** Values that are not plain scalars: escapes, block scalars, tags, anchors, odd flow. */
+const VALUES = [
+  '"\\N"', '"\\_"', '"\\L"', '"\\P"', '"\\e"', '"\\a"', '"\\v"', '"\\x41"', '"\\U0001F600"', "'a\\nb'", '"a\\\n  b"', '"a\n  b"', 'a\n  b',
+  '|+\n  x\n\n', '>\n  a\n  b\n\n  c\n', '>-\n  a\n   b\n  c\n', '|2\n   x\n', '! x', '!!str 1', '!!int "1"', '!!float 1', '!!bool yes',
+  '!!null ""', '!!binary aGk=', '&a x', '{a: 1, a: 2}', '[a, b, ]', '{a: 1, }', '? a', '"\\t"', '"\t"', 'a\tb', '"@x"', '{a:1}', '[?a]', '[a:b]',
+];
+
+/** Pod templates in layouts the stamper must handle (or refuse with exit 4). */
+const TEMPLATES = [
+  '    metadata:\n      annotations: # none yet\n    spec: {}\n',
+  '    metadata: # c\n    spec: {}\n',
+  '    metadata:\n      annotations:   \n    spec: {}\n',
+  ' {}\n',
+  '\n',
+  ' # c\n',
+  "    metadata:\n      annotations:\n        driftless.dev/config-hash: 'v1:old' # keep\n    spec: {}\n",
+  '    metadata:\n      annotations:\n        driftless.dev/config-hash: >-\n          v1:old\n        a: b\n    spec: {}\n',
+  '    metadata:\n      annotations:\n        driftless.dev/config-hash: |-\n          v1:old\n        a: b\n    spec: {}\n',
+  '    metadata:\n      annotations:\n        ? driftless.dev/config-hash\n        : old\n    spec: {}\n',
+  '    metadata:\n      annotations:\n        "driftless.dev/config-hash": old\n    spec: {}\n',
+  '    metadata:\n      annotations: {"driftless.dev/config-hash": old}\n    spec: {}\n',
+  '    metadata:\n      annotations: {driftless.dev/config-hash: }\n    spec: {}\n',
+  '    metadata:\n      annotations: {a: b,\n        c: d}\n    spec: {}\n',
+  '    ? metadata\n    : labels: {a: b}\n    spec: {}\n',
+  '    metadata: {labels: {a: b}}   # c\n    spec: {}\n',
+  '    metadata:\n      labels:\n        a: b\n    spec:\n      containers: []\n',
 ];
 
 function adversarial(): string[] {
@@ -100,6 +132,7 @@ function adversarial(): string[] {
     streams.push(`v: ${safe}\n`, `${safe}: v\n`, `l:\n- ${safe}\n`, `f: [${safe}]\n`, `q: "${s}"\nr: '${s}'\n`);
     streams.push(`apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${safe}\n  namespace: ${safe}\ndata:\n  k: ${safe}\n`);
   }
+  for (const v of VALUES) streams.push(`v: ${v}\n`, `l:\n- ${v}\n`);
   streams.push(
     '\ufeffapiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: bom\n',
     '\ufeff---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: bom\n',
@@ -185,6 +218,43 @@ describe('Go oracle: generate output read by Go is the input plus the annotation
       });
     });
     assert.ok(stamped >= inputs.length, `only ${stamped} annotations found`);
+  });
+});
+
+describe('Go oracle: stamped layouts read by Go are the input plus the annotation', () => {
+  it('every template layout, with LF and CRLF, with and without a BOM', () => {
+    const hash = `v1:${'ab'.repeat(32)}`;
+    const inputs: string[] = [];
+    const outputs: string[] = [];
+    let refused = 0;
+    for (const template of TEMPLATES) {
+      for (const variant of [(t: string) => t, (t: string) => t.replaceAll('\n', '\r\n'), (t: string) => `\ufeff${t}`]) {
+        const input = variant(`apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: w\nspec:\n  template:${template.startsWith(' ') && !template.startsWith('    ') ? '' : '\n'}${template}`.replace(':\n\n', ':\n'));
+        let output: string;
+        try {
+          const [doc] = parseStream({ label: 'x', text: input });
+          assert.ok(doc !== undefined);
+          output = joinDocuments([{ text: stampDocument(doc, [{ templatePath: ['spec', 'template'], hash }]), explicitStart: doc.explicitStart }]);
+        } catch (error) {
+          assert.equal(exitCodeFor(error), 4, `${String(error)}\n${JSON.stringify(input)}`);
+          refused++;
+          continue;
+        }
+        if (input.includes('\r\n')) assert.doesNotMatch(output, /[^\r]\n/, `mixed line endings:\n${JSON.stringify(output)}`);
+        inputs.push(input);
+        outputs.push(output);
+      }
+    }
+    assert.ok(refused <= 6, `${refused} refused`);
+    const go = goRead([...inputs, ...outputs]);
+    inputs.forEach((input, i) => {
+      const [before] = go[i] as GoDocument[];
+      const [after] = go[inputs.length + i] as GoDocument[];
+      assert.ok(before !== undefined && 'json' in before, `Go cannot read the input: ${JSON.stringify(input)}`);
+      assert.ok(after !== undefined && 'json' in after, `Go cannot read the output: ${JSON.stringify(outputs[i])} (${JSON.stringify(after)})`);
+      assert.equal(unstamp(after.json, before.json), 1, JSON.stringify(outputs[i]));
+      assert.deepStrictEqual(after.json, before.json, `output means something else: ${JSON.stringify(outputs[i])}`);
+    });
   });
 });
 
