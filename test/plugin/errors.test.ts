@@ -46,6 +46,21 @@ describe('errors: invalid input (exit 4)', () => {
     assertFailure(await runCli(['generate'], { cwd: dir }), 4, /broken\.yaml#1: line \d+, column \d+: /);
   });
 
+  it('rejects a line break only Argo CD sees (U+2028), naming file, document and line, quoting nothing', async () => {
+    const dir = app({ 'cm.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\ndata:\n  a: x # c\u2028  b: hidden\n' });
+    const result = await runCli(['generate'], { cwd: dir });
+    assertFailure(result, 4, /cm\.yaml#1: line 9, column 11: U\+2028/);
+    assert.doesNotMatch(result.stderr, /hidden/);
+  });
+
+  it('rejects an integer JSON cannot carry, and a template built from an alias', async () => {
+    const big = app({ 'cm.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\nspec:\n  n: 12345678901234567890\n' });
+    assertFailure(await runCli(['generate'], { cwd: big }), 4, /cm\.yaml#0: line 5, column 6: a number that JSON cannot carry exactly/);
+    const aliased = DEPLOYMENT().replace('spec:\n  template:\n', 'x: &t\n').replace(/\n$/, '\nspec:\n  template: *t\n');
+    const dir = app({ 'cm.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\n', 'd.yaml': aliased });
+    assertFailure(await runCli(['generate'], { cwd: dir }), 4, /d\.yaml#0: spec\.template: the pod template is built from a YAML alias or merge key/);
+  });
+
   it('rejects duplicate keys', async () => {
     const dir = app({ 'dup.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  name: b\n' });
     assertFailure(await runCli(['generate'], { cwd: dir }), 4, /dup\.yaml#0: line 5, column 3: Map keys must be unique/);
@@ -239,4 +254,17 @@ describe('errors: a Secret value never appears in any output', () => {
       }
     });
   }
+});
+
+describe('not errors: values Go reads as strings', () => {
+  it('accepts `.`, `e5` and `E10` as the strings Argo CD applies, and hashes them', async () => {
+    const dir = app({
+      'cm.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  BASE_DIR: .\n  EXP: E10\n',
+      'd.yaml': DEPLOYMENT(),
+      'e5.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: e5\ndata: {a: e1}\n',
+    });
+    const result = await runCli(['generate'], { cwd: dir });
+    assert.equal(result.code, 0, result.stderr);
+    assert.match(result.stdout, /driftless\.dev\/config-hash: "v1:[0-9a-f]{64}"/);
+  });
 });
