@@ -1,4 +1,4 @@
-import { Composer, LineCounter, Parser, isMap, isScalar, isSeq, visit } from 'yaml';
+import { Composer, LineCounter, Parser, isMap, isScalar, isSeq } from 'yaml';
 import type { Document, DocumentOptions, ParseOptions, Scalar, SchemaOptions } from 'yaml';
 import { InvalidInputError } from './errors.ts';
 import { readFastDocument } from './fast-yaml.ts';
@@ -393,29 +393,36 @@ function composeSegment(
  * a `?` inside a plain scalar in a flow collection (it ends the scalar for Go).
  */
 function checkGoCompatibility(ast: Document.Parsed, where: { file: string; document: number }, locate: (offset: number) => string): void {
-  visit(ast, {
-    Scalar(_, scalar, path) {
-      if (scalar.type !== 'PLAIN' || typeof scalar.source !== 'string' || !scalar.source.includes('?')) return;
-      if (path.some((p) => (isMap(p) || isSeq(p)) && p.flow === true)) {
-        throw new InvalidInputError(where, `${locate(scalar.range?.[0] ?? 0)}: a "?" inside an unquoted value in [...] or {...} ends the value for Argo CD's YAML parser; quote the value`);
+  // A plain walk with an explicit stack: yaml's `visit` was a tenth of the time of a stamped render.
+  const stack: [unknown, boolean][] = [[ast.contents, false]];
+  while (stack.length > 0) {
+    const [node, inFlow] = stack.pop() as [unknown, boolean];
+    if (isScalar(node)) {
+      if (inFlow && node.type === 'PLAIN' && typeof node.source === 'string' && node.source.includes('?')) {
+        throw new InvalidInputError(where, `${locate(node.range?.[0] ?? 0)}: a "?" inside an unquoted value in [...] or {...} ends the value for Argo CD's YAML parser; quote the value`);
       }
-    },
-    Map(_, map) {
-      map.items.forEach((pair, i) => {
+    } else if (isSeq(node)) {
+      const flow = inFlow || node.flow === true;
+      for (const item of node.items) stack.push([item, flow]);
+    } else if (isMap(node)) {
+      const flow = inFlow || node.flow === true;
+      node.items.forEach((pair, i) => {
         const key = pair.key;
-        const at = (key as { range?: readonly number[] } | null)?.range?.[0] ?? map.range?.[0] ?? 0;
+        const at = (key as { range?: readonly number[] } | null)?.range?.[0] ?? node.range?.[0] ?? 0;
         const value = isScalar(key) ? key.value : undefined;
         if (typeof value === 'symbol') {
           if (i > 0) throw new InvalidInputError(where, `${locate(at)}: a merge key (<<) must come first in its mapping: Argo CD lets it overwrite the keys before it`);
-          return;
+        } else {
+          // A number key is an int for Go only as Go resolves it (`1e3` is a float there, named `1000` by yaml).
+          const goInt = typeof value === 'number' && (key as Scalar).type === 'PLAIN' && classifyGoPlain(String((key as Scalar).source))[0] === 'int';
+          const plainKey = typeof value === 'string' || typeof value === 'boolean' || goInt;
+          if (!plainKey) throw new InvalidInputError(where, `${locate(at)}: a mapping key must be a string, an integer or a boolean (Argo CD reads other keys differently or not at all)`);
+          stack.push([key, flow]);
         }
-        // A number key is an int for Go only as Go resolves it (`1e3` is a float there, named `1000` by yaml).
-        const goInt = typeof value === 'number' && (key as Scalar).type === 'PLAIN' && classifyGoPlain(String((key as Scalar).source))[0] === 'int';
-        const plainKey = typeof value === 'string' || typeof value === 'boolean' || goInt;
-        if (!plainKey) throw new InvalidInputError(where, `${locate(at)}: a mapping key must be a string, an integer or a boolean (Argo CD reads other keys differently or not at all)`);
+        stack.push([pair.value, flow]);
       });
-    },
-  });
+    }
+  }
 }
 
 /** Bounds what aliases expand to and how deep values nest, before core code walks them recursively. */

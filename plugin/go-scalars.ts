@@ -21,6 +21,8 @@ const NULLS = new Set(['', '~', 'null', 'Null', 'NULL']);
 const TRUES = new Set(['y', 'Y', 'yes', 'Yes', 'YES', 'true', 'True', 'TRUE', 'on', 'On', 'ON']);
 const FALSES = new Set(['n', 'N', 'no', 'No', 'NO', 'false', 'False', 'FALSE', 'off', 'Off', 'OFF']);
 const SPECIAL_FLOATS = new Set(['.nan', '.NaN', '.NAN', '.inf', '.Inf', '.INF', '+.inf', '+.Inf', '+.INF', '-.inf', '-.Inf', '-.INF']);
+/** The first characters go-yaml's `resolveTable` gives a hint for (or the empty string, null): anything else is a string. */
+const MAYBE_NOT_STRING = /^(?:[-+.0-9~nNyYtTfFoO]|$)/;
 /** go-yaml v2's `yamlStyleFloat`. */
 const YAML_STYLE_FLOAT = /^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?$/;
 /** What Go's `strconv.ParseFloat` accepts after a leading `.` (no underscores without a base prefix). */
@@ -92,7 +94,8 @@ function goTag(name: string, kinds: readonly GoKind[]): GoScalarTag {
   return {
     tag: `tag:yaml.org,2002:${name}`,
     default: true,
-    test: { test: (source) => kinds.includes(classifyGoPlain(source)[0]) },
+    // yaml tries every tag on every plain scalar: most start with a letter that makes them strings at once.
+    test: { test: (source) => MAYBE_NOT_STRING.test(source) && kinds.includes(classifyGoPlain(source)[0]) },
     resolve(source, onError) {
       const value = resolveGoPlain(source);
       if (value === UNREPRESENTABLE) {
