@@ -130,17 +130,20 @@ export function parseStream(input: TextStream, limits: DocumentLimits = DEFAULT_
  * SEPARATOR, PARAGRAPH SEPARATOR) and `yaml` does not, plus a byte order
  * mark after the start: the two parsers would see different keys and values
  * (`a: x # c<U+2028>b: hidden` has a key `b` only for Go), so neither reading
- * can be trusted. Rejected anywhere, even in quoted text, where Go folds them.
+ * can be trusted; the same for a carriage return without a line feed. Rejected
+ * anywhere, even in quoted text, where Go folds them.
  */
 function rejectForeignLineBreaks(stream: TextStream): void {
-  const found = /[\u0085\u2028\u2029\ufeff]/.exec(stream.text);
+  const found = /[\u0085\u2028\u2029\ufeff]|\r(?!\n)/.exec(stream.text);
   if (found === null) return;
   const offset = found.index;
   const document = splitDocuments(stream.text.slice(0, offset + 1)).length - 1;
   const { line, col } = lineCounterFor(stream.text).linePos(offset);
   const name = found[0] === '\ufeff' ? 'a byte order mark (U+FEFF) after the start of the stream'
+    : found[0] === '\r' ? 'a carriage return not followed by a line feed (CR-only line endings?), which Argo CD\'s YAML parser reads as a line break and this plugin\'s does not; use LF or CRLF line endings, or write it as \\r in a double-quoted string'
     : `U+${found[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')}, which Argo CD's YAML parser reads as a line break and this plugin's does not`;
-  throw new InvalidInputError({ file: stream.label, document: Math.max(0, document) }, `line ${line}, column ${col}: ${name}; remove it or write it as an escape in a double-quoted string`);
+  const fix = found[0] === '\r' ? '' : '; remove it or write it as an escape in a double-quoted string';
+  throw new InvalidInputError({ file: stream.label, document: Math.max(0, document) }, `line ${line}, column ${col}: ${name}${fix}`);
 }
 
 /**

@@ -123,7 +123,7 @@ describe('parseStream', () => {
     const docs = parseStream({ label: 'b.yaml', text: '\ufeffapiVersion: v1\nkind: List\n' });
     assert.deepEqual(docs[0]?.value, { apiVersion: 'v1', kind: 'List' });
     assert.equal(joinDocuments(docs), '---\napiVersion: v1\nkind: List\n');
-    for (const [text, where] of [['a: 1\n---\n\ufeffb: 2\n', /^f\.yaml#1: line 3, column 1: a byte order mark/], ['data:\n  a: x # c\u2028  b: hidden\n', /^f\.yaml#0: line 2, column 11: U\+2028/], ['a: "x\u0085y"\n', /U\+0085/], ['a: x\u2029\n', /U\+2029/]] as const) {
+    for (const [text, where] of [['a: 1\n---\n\ufeffb: 2\n', /^f\.yaml#1: line 3, column 1: a byte order mark/], ['data:\n  a: x # c\u2028  b: hidden\n', /^f\.yaml#0: line 2, column 11: U\+2028/], ['a: "x\u0085y"\n', /U\+0085/], ['a: x\u2029\n', /U\+2029/], ['a: 1\rb: 2\r', /line 1, column 5: a carriage return not followed by a line feed/], ['a: "x\ry"\n', /carriage return/]] as const) {
       assert.throws(() => parseStream({ label: 'f.yaml', text }), (e: unknown) => e instanceof InvalidInputError && where.test(e.message), JSON.stringify(text));
     }
   });

@@ -142,6 +142,8 @@ function adversarial(): string[] {
     'data:\n  a: "x\u0085y"\n',
     'data:\r\n  a: x\r\n  b: "y"\r\n---\r\nc: 1\r\n',
     'data:\r  a: x\r',
+    'a: "x\ry"\n',
+    'a: "x\r\n  y"\r\nb: |\r\n  l1\r\n  l2\r\n',
     'a:\n\tb: 1\n',
     'a: b\t# tab before a comment\nc:\t1\n',
     'base: &b {x: 1, y: 2}\nm:\n  <<: *b\n  y: 3\n',
