@@ -78,7 +78,8 @@ export const PARSE_OPTIONS: Readonly<ParseOptions & DocumentOptions & SchemaOpti
   prettyErrors: false,
   uniqueKeys: true,
   strict: true,
-  keepSourceTokens: false,
+  // The raw text of double-quoted scalars is checked for escapes Go refuses (see checkGoCompatibility).
+  keepSourceTokens: true,
   customTags: (tags: Tags): Tags => [
     ...tags.filter((tag) => KEPT_TAGS.has(String((tag as { tag?: unknown }).tag))),
     ...(GO_SCALAR_TAGS as unknown as Tags),
@@ -393,14 +394,22 @@ function composeSegment(
  * What Go reads differently than `yaml`, found in the syntax tree: mapping
  * keys Go names otherwise (null, float, a collection), a merge key after
  * explicit keys (Go lets the merged values overwrite them, YAML does not),
- * a `?` inside a plain scalar in a flow collection (it ends the scalar for Go).
+ * a `?` inside a plain scalar in a flow collection (it ends the scalar for Go),
+ * a `\u` escape of a surrogate (Go refuses even a valid pair).
  */
+/** `\uD800`-`\uDFFF` as an escape (after an even number of backslashes), in a double-quoted scalar's source. */
+const SURROGATE_ESCAPE = /(?:^|[^\\])(?:\\\\)*\\u[dD][89a-fA-F]/;
+
 function checkGoCompatibility(ast: Document.Parsed, where: { file: string; document: number }, locate: (offset: number) => string): void {
   // A plain walk with an explicit stack: yaml's `visit` was a tenth of the time of a stamped render.
   const stack: [unknown, boolean][] = [[ast.contents, false]];
   while (stack.length > 0) {
     const [node, inFlow] = stack.pop() as [unknown, boolean];
     if (isScalar(node)) {
+      const raw = (node.srcToken as { source?: unknown } | undefined)?.source;
+      if (node.type === 'QUOTE_DOUBLE' && typeof raw === 'string' && SURROGATE_ESCAPE.test(raw)) {
+        throw new InvalidInputError(where, `${locate(node.range?.[0] ?? 0)}: a \\u escape of a UTF-16 surrogate (\\uD800-\\uDFFF), which Argo CD's YAML parser refuses; write the character itself or use \\U with 8 hex digits`);
+      }
       if (inFlow && node.type === 'PLAIN' && typeof node.source === 'string' && node.source.includes('?')) {
         throw new InvalidInputError(where, `${locate(node.range?.[0] ?? 0)}: a "?" inside an unquoted value in [...] or {...} ends the value for Argo CD's YAML parser; quote the value`);
       }

@@ -143,6 +143,7 @@ function adversarial(): string[] {
     'data:\r\n  a: x\r\n  b: "y"\r\n---\r\nc: 1\r\n',
     'data:\r  a: x\r',
     'a: "x\ry"\n',
+    'a: "\\ud800"\n', 'a: "\\ud83d\\ude00"\n', 'a: "\\\\ud800"\n', '"\\uD800": 1\n', 'a: |\n  {"json": "\\ud83d\\ude00"}\n', "a: '\\ud800'\n",
     'a: "x\r\n  y"\r\nb: |\r\n  l1\r\n  l2\r\n',
     'a:\n\tb: 1\n',
     'a: b\t# tab before a comment\nc:\t1\n',
