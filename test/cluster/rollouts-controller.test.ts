@@ -47,6 +47,9 @@ fixture.test('spec.restartAt restarts every pod of a Rollout', async ({ cluster,
     { timeoutMs: 90_000 },
   );
   assert.equal(after.length, 2);
-  const rollout = await admin.request('GET', `${path}/canary`);
-  assert.equal(rollout.status?.['restartedAt'], restartAt);
+  // The controller records the restart once its last pod is replaced, on a later sync.
+  await waitFor('status.restartedAt to record the restart', async () => {
+    const rollout = await admin.request('GET', `${path}/canary`);
+    return rollout.status?.['restartedAt'] === restartAt;
+  });
 });
