@@ -326,6 +326,7 @@ function composeSegment(
   const starts: number[] = [];
   const explicit: boolean[] = [];
   const documents: Document.Parsed[] = [];
+  let afterEnd = false;
   for (const token of parser.parse(text)) {
     if (token.type === 'directive') {
       throw new InvalidInputError(
@@ -334,9 +335,20 @@ function composeSegment(
       );
     }
     if (token.type === 'document') {
+      const hasStart = token.start.some((t) => t.type === 'doc-start');
+      // After `...`, Argo CD's splitter keeps reading the same document up to the next `---`, and Go's
+      // parser then ignores everything after the `...`: a document there would vanish for Argo CD.
+      if (afterEnd && !hasStart) {
+        throw new InvalidInputError(
+          { file: stream.label, document: firstIndex + starts.length },
+          `${locate(token.offset)}: a document after a ... end marker must start with --- (Argo CD would ignore it)`,
+        );
+      }
       starts.push(token.offset);
-      explicit.push(token.start.some((t) => t.type === 'doc-start'));
+      explicit.push(hasStart);
+      afterEnd = false;
     }
+    if (token.type === 'doc-end') afterEnd = true;
     for (const doc of composer.next(token)) documents.push(doc);
   }
   for (const doc of composer.end(false, text.length)) documents.push(doc);

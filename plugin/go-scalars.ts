@@ -2,12 +2,12 @@
  * Plain scalars resolved exactly as Argo CD resolves them: sigs.k8s.io/yaml
  * on go-yaml v2 (`resolve.go`), whose YAML 1.1 is not the specification's.
  * A plain scalar is a number only if Go's `strconv` parses it: `e5`, `.`,
- * `._1` and `1e400` stay strings, `0o17` and `0777` are octal ints, `1_000`
+ * `._1` stay strings, `0o17` and `0777` are octal ints, `1_000`
  * is 1000, a hex number beyond 64 bits is a string. Both readers use this
  * one function, so neither can disagree with Go (a test runs Go itself).
  *
  * Values JavaScript cannot hold as Go does (an int beyond 2^53, `.inf`,
- * `.nan`, which Argo CD cannot even turn into JSON) are reported as
+ * `.nan`, which Argo CD cannot even turn into JSON, a float beyond 1.8e308) are reported as
  * UNREPRESENTABLE: the caller rejects the document instead of guessing.
  */
 
@@ -72,14 +72,18 @@ export function classifyGoPlain(source: string): readonly [GoKind, GoScalar] {
         : ['unrepresentable', UNREPRESENTABLE];
     }
   }
-  if (YAML_STYLE_FLOAT.test(plain)) return finiteOr(plain, source);
+  if (YAML_STYLE_FLOAT.test(plain)) return finiteOr(plain);
   return ['str', source];
 }
 
-/** `strconv.ParseFloat`: out of range is an error, and go-yaml then keeps the text as a string. */
-function finiteOr(text: string, original: string = text): readonly [GoKind, GoScalar] {
+/**
+ * `strconv.ParseFloat`: out of range is an error, and go-yaml then keeps the text as a string, but
+ * the same text in a JSON document (which Argo CD decodes as JSON) is a number it cannot hold:
+ * refused either way rather than read one way or the other.
+ */
+function finiteOr(text: string): readonly [GoKind, GoScalar] {
   const value = Number(text);
-  return Number.isFinite(value) ? ['float', value] : ['str', original];
+  return Number.isFinite(value) ? ['float', value] : ['unrepresentable', UNREPRESENTABLE];
 }
 
 /** A `yaml` scalar tag: `test` picks it for a plain scalar, `resolve` gives the value. */
@@ -99,7 +103,7 @@ function goTag(name: string, kinds: readonly GoKind[]): GoScalarTag {
     resolve(source, onError) {
       const value = resolveGoPlain(source);
       if (value === UNREPRESENTABLE) {
-        onError('a number that JSON cannot carry exactly (an integer beyond 2^53, or .inf/.nan, which Argo CD rejects); quote it if it is a string');
+        onError('a number that JSON cannot carry exactly (an integer beyond 2^53, a float beyond 1.8e308, or .inf/.nan, which Argo CD rejects); quote it if it is a string');
         return source;
       }
       return value;

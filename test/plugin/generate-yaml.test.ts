@@ -96,8 +96,8 @@ describe('parseStream', () => {
   });
 
   it('reads plain scalars as Go does: e5, ".", 1e400 are strings; 0o17 and 1_000 ints', () => {
-    const value = only('a: e5\nb: E10\nc: .\nd: ._1\ne: 1.7976931348623157e309\nf: 0o17\ng: 1_000\nh: 0x7fffffffffffffffff\ni: "0o17"\nj: 08\nk: .5\n').value;
-    assert.deepEqual(value, { a: 'e5', b: 'E10', c: '.', d: '._1', e: '1.7976931348623157e309', f: 15, g: 1000, h: '0x7fffffffffffffffff', i: '0o17', j: 8, k: 0.5 });
+    const value = only('a: e5\nb: E10\nc: .\nd: ._1\ne: -e5\nf: 0o17\ng: 1_000\nh: 0x7fffffffffffffffff\ni: "0o17"\nj: 08\nk: .5\n').value;
+    assert.deepEqual(value, { a: 'e5', b: 'E10', c: '.', d: '._1', e: '-e5', f: 15, g: 1000, h: '0x7fffffffffffffffff', i: '0o17', j: 8, k: 0.5 });
     // Both readers: the same text through yaml alone.
     assert.deepEqual(parseStream({ label: 's', text: 'a: [e5, ., 0o17]\n' }, DEFAULT_LIMITS, { fast: false })[0]?.value, { a: ['e5', '.', 15] });
   });
@@ -106,6 +106,9 @@ describe('parseStream', () => {
     for (const [text, problem] of [
       ['a: 1\nb: 12345678901234567890\n', /line 2, column 4: a number that JSON cannot carry exactly/],
       ['a: .inf\n', /a number that JSON cannot carry exactly/],
+      ['a: 1.7976931348623157e309\n', /a number that JSON cannot carry exactly/],
+      ['{"a": 1e400}\n', /a number that JSON cannot carry exactly/],
+      ['a: 1\n...\nb: 2\n', /line 3, column 1: a document after a \.\.\. end marker must start with ---/],
       ['a: !!int S3cr3tValue\n', /line 1, column 4: /],
       ['a: !!binary aGk=\n', /line 1, column 4: /],
       ['a: !foo x\n', /line 1, column 4: /],
