@@ -39,7 +39,8 @@ function goRead(streams: readonly string[]): GoDocument[][] {
   for (const line of result.stdout.split('\n')) {
     if (line === '') continue;
     if (line.startsWith('=== ')) out.push([]);
-    else out[out.length - 1]?.push(JSON.parse(line) as GoDocument);
+    // -0 and 0 are the same JSON number (JavaScript's JSON.stringify writes -0 as 0).
+    else out[out.length - 1]?.push(JSON.parse(line, (_, v: unknown) => (Object.is(v, -0) ? 0 : v)) as GoDocument);
   }
   assert.equal(out.length, streams.length);
   return out;
@@ -124,6 +125,24 @@ const TEMPLATES = [
   '    metadata:\n      labels:\n        a: b\n    spec:\n      containers: []\n',
 ];
 
+/** Whole streams: long keys, tabs, folding, block scalar chomping, merges, anchors, markers, JSON. */
+const LAYOUTS = [
+  `${'k'.repeat(1100)}: v\n`, `"${'k'.repeat(1100)}": v\n`, 'a: b\n\tc: d\n', 'a:\n  - b\n\t- c\n', 'a: "x\ty"\n', 'a: x\ty\n', "a: 'x\ty'\n",
+  'a: plain\n  multi\n  line\n', 'a: plain\n\n  para\n', 'a: "q\n\n  para"\n', '&k a: 1\nb: *k\n', '? |\n  block key\n: v\n', ': v\n', 'a:\n- b\n-\n- c\n',
+  'a: [1, 2\n  , 3]\n', 'a: {b: 1,\n  c: 2}\n', 'a: >\n  f1\n   more\n  f2\n', 'a: |-\n\n  x\n', 'a: |\n  x\n\n\n', 'a: >+\n  x\n\n', 'a: |1\n  x\n',
+  'a: "\\u00e9\\x0a"\n', 'a: "\\0"\n', 'a: b #c\n', 'a: b#c\n', 'a: -1\nb: - 1\n', 'a: !!str\n', 'a: !!str ~\n', 'a: ! 12\n',
+  'a: &x\nb: *x\n', '- a\n- b\n', 'just a string\n', '42\n', '[1, 2]\n', 'a: 1\n---\n- x\n', 'a: 0.0\nb: -0.0\nc: 1.0e+2\n', 'a: 100000000000000000000\n',
+  'a: 1e15\nb: 1e16\nc: 1e21\nd: 123456789.123456789\n', 'a: 0x1p3\n', 'a: 1_0.5\n', 'a: 1.5_0\n', 'a: +.5e1\n', 'a: 00010\n', 'a: -0o7\n', 'a: 0B11\n', 'a: 0X1f\n',
+  'a:   \n  b: 1\n', 'a: b: c\n', 'a: [b: c]\n', 'a: {b}\n', 'a: {? b}\n', 'a: {b: }\n', '"a": b\n"a\\u0020": c\n',
+  'b: &b {x: 1}\nm:\n  <<: [*b]\n', 'b: &b [1]\nm:\n  <<: *b\n', 'm:\n  <<: {x: 1}\n', 'm:\n  <<: {x: 1}\n  <<: {y: 2}\n', 'b: &b {x: 1}\nm: {<<: *b, y: 2}\n',
+  'b: &b {x: {y: 1}}\nm:\n  <<: *b\n  x: {z: 2}\n', 'a: &a {k: v}\nb: &b {<<: *a, j: w}\nm:\n  <<: *b\n', 'm:\n  "<<": {x: 1}\n', 'm:\n  <<: ~\n',
+  '&a a: &b b\n*a : *b\n', 'a: &a 1\nb: *a\nc: &a 2\nd: *a\n', 'a: *nope\n', 'a: &a [*a]\n', 'k: &x\n', 'x: !!str &a 1\ny: *a\n',
+  'a: 1\n...\n', 'a: 1\n...\nb: 2\n', 'a: 1\n... # c\n---\nb: 2\n', '---\n---\n', '--- # c\na: 1\n', '---\ta: 1\n', '--- \n a: 1\n',
+  '#c\n  ---\na: 1\n', 'a: |\n  ---\n  x\n', 'a: |\n---\n', 'a: "x\n---\n  y"\n', '- &a a\n- *a\n', 'a: [&a 1, *a]\n', 'a: {&k b: 1, c: *k}\n',
+  'apiVersion: v1\nkind: List\nitems:\n- a: 1\n', '{"a": 1, "a": 2}\n', '{"a": 1}\n---\n{"b": 2}\n', '{"a": 1}{"b": 2}', '[{"a": 1}]\n', '{"a": 1e400}\n',
+  '{"a": 12345678901234567890}\n', '{"a": "\\ud800"}\n', '{"a": NaN}\n', '{\n  "a": 1,\n  "b": [1, 2]\n}\n', ' {"a": 1}\n{"b": 2}\n', '{"a": 1}\n# c\n{"b": 2}\n',
+];
+
 function adversarial(): string[] {
   const streams: string[] = [];
   // Each scalar as a value, a key, a list item, in flow, quoted (must stay a string).
@@ -133,6 +152,7 @@ function adversarial(): string[] {
     streams.push(`apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ${safe}\n  namespace: ${safe}\ndata:\n  k: ${safe}\n`);
   }
   for (const v of VALUES) streams.push(`v: ${v}\n`, `l:\n- ${v}\n`);
+  streams.push(...LAYOUTS);
   streams.push(
     '\ufeffapiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: bom\n',
     '\ufeff---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: bom\n',
