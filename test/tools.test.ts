@@ -43,6 +43,15 @@ describe('ensureTools', () => {
     assert.deepEqual(await ensureTools(), tools, 'a second call returns the same installation');
   });
 
+  it('builds the Go YAML oracle, which reads a stream as Argo CD does (e5 a string, 0o17 an int)', async () => {
+    const { goyaml } = await ensureTools();
+    const { stdout } = await new Promise<{ stdout: string }>((resolveRun, reject) => {
+      const child = execFile(goyaml, [], (error, out) => (error ? reject(error) : resolveRun({ stdout: out })));
+      child.stdin?.end('a: e5\nb: 0o17\n---\n--- x\n');
+    });
+    assert.equal(stdout, '{"json":{"a":"e5","b":15}}\n{"error":"invalid Yaml document separator: x"}\n');
+  });
+
   it('puts the cache under XDG_CACHE_HOME, else ~/.cache', () => {
     assert.equal(toolsRoot({ XDG_CACHE_HOME: '/x/cache', HOME: '/home/u' }), '/x/cache/driftless/tools');
     assert.equal(toolsRoot({ HOME: '/home/u' }), '/home/u/.cache/driftless/tools');
