@@ -78,8 +78,7 @@ export const PARSE_OPTIONS: Readonly<ParseOptions & DocumentOptions & SchemaOpti
   prettyErrors: false,
   uniqueKeys: true,
   strict: true,
-  // The raw text of double-quoted scalars is checked for escapes Go refuses (see checkGoCompatibility).
-  keepSourceTokens: true,
+  keepSourceTokens: false,
   customTags: (tags: Tags): Tags => [
     ...tags.filter((tag) => KEPT_TAGS.has(String((tag as { tag?: unknown }).tag))),
     ...(GO_SCALAR_TAGS as unknown as Tags),
@@ -371,7 +370,7 @@ function composeSegment(
     if (error !== undefined) {
       throw new InvalidInputError(where, `${locate(error.pos[0])}: ${safeMessage(error.message)}`);
     }
-    checkGoCompatibility(ast, where, locate);
+    checkGoCompatibility(ast, text, where, locate);
     // The first document also owns any comments before it; later ones start at their token.
     const start = i === 0 ? 0 : (starts[i] ?? 0);
     const end = starts[i + 1] ?? text.length;
@@ -412,14 +411,14 @@ function composeSegment(
 /** `\uD800`-`\uDFFF` as an escape (after an even number of backslashes), in a double-quoted scalar's source. */
 const SURROGATE_ESCAPE = /(?:^|[^\\])(?:\\\\)*\\u[dD][89a-fA-F]/;
 
-function checkGoCompatibility(ast: Document.Parsed, where: { file: string; document: number }, locate: (offset: number) => string): void {
+function checkGoCompatibility(ast: Document.Parsed, text: string, where: { file: string; document: number }, locate: (offset: number) => string): void {
   // A plain walk with an explicit stack: yaml's `visit` was a tenth of the time of a stamped render.
   const stack: [unknown, boolean][] = [[ast.contents, false]];
   while (stack.length > 0) {
     const [node, inFlow] = stack.pop() as [unknown, boolean];
     if (isScalar(node)) {
-      const raw = (node.srcToken as { source?: unknown } | undefined)?.source;
-      if (node.type === 'QUOTE_DOUBLE' && typeof raw === 'string' && SURROGATE_ESCAPE.test(raw)) {
+      // The scalar's own source text (its range), not its value: only an escape is refused, never the characters.
+      if (node.type === 'QUOTE_DOUBLE' && node.range !== undefined && node.range !== null && SURROGATE_ESCAPE.test(text.slice(node.range[0], node.range[1]))) {
         throw new InvalidInputError(where, `${locate(node.range?.[0] ?? 0)}: a \\u escape of a UTF-16 surrogate (\\uD800-\\uDFFF), which Argo CD's YAML parser refuses; write the character itself or use \\U with 8 hex digits`);
       }
       if (inFlow && node.type === 'PLAIN' && typeof node.source === 'string' && node.source.includes('?')) {
