@@ -11,10 +11,10 @@
 import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
-import { mkdir, readFile, rename, rm, symlink, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rename, rm, symlink, stat } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { acquireLock } from './support/build-lock.ts';
 
 /** One pinned Go-installable tool. */
 export interface ToolPin {
@@ -93,7 +93,7 @@ async function ensureGoyaml(root: string): Promise<string> {
   const finalDir = join(root, `goyaml-${id}`);
   const finalBin = join(finalDir, 'goyaml');
   if (existsSync(finalBin)) return finalBin;
-  const release = await lock(join(root, `.lock-goyaml-${id}`));
+  const release = await acquireLock(join(root, `.lock-goyaml-${id}`), announceWait('the Go YAML oracle'));
   const tempDir = join(root, `.tmp-goyaml-${id}-${process.pid}-${randomBytes(4).toString('hex')}`);
   try {
     if (existsSync(finalBin)) return finalBin;
@@ -116,7 +116,7 @@ async function ensureTool(root: string, name: ToolName): Promise<string> {
 
   // Another process (a parallel test file, another engineer's run) may be
   // building the same tool; wait for it instead of compiling twice.
-  const release = await lock(join(root, `.lock-${name}-${pin.version}`));
+  const release = await acquireLock(join(root, `.lock-${name}-${pin.version}`), announceWait(name));
   const tempDir = join(root, `.tmp-${name}-${pin.version}-${process.pid}-${randomBytes(4).toString('hex')}`);
   try {
     if (existsSync(finalBin)) return finalBin;
@@ -135,41 +135,8 @@ async function ensureTool(root: string, name: ToolName): Promise<string> {
   return finalBin;
 }
 
-/**
- * A directory lock holding the owner's pid. A lock whose owner is gone (killed
- * mid-build) is taken over, so an interrupted run never blocks later ones.
- */
-async function lock(lockDir: string): Promise<() => Promise<void>> {
-  let announced = false;
-  for (;;) {
-    try {
-      await mkdir(lockDir);
-      await writeFile(join(lockDir, 'pid'), String(process.pid));
-      return () => rm(lockDir, { recursive: true, force: true });
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-    }
-    const owner = Number(await readFile(join(lockDir, 'pid'), 'utf8').catch(() => ''));
-    const age = Date.now() - (await stat(lockDir).then((s) => s.mtimeMs, () => Date.now()));
-    if (owner > 0 ? !isAlive(owner) : age > 10_000) {
-      await rm(lockDir, { recursive: true, force: true });
-      continue;
-    }
-    if (!announced) {
-      process.stderr.write(`driftless tools: waiting for another process${owner > 0 ? ` (pid ${owner})` : ''} that is building the same tool...\n`);
-      announced = true;
-    }
-    await sleep(1000);
-  }
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
+function announceWait(what: string): (holder: number) => void {
+  return (holder) => process.stderr.write(`driftless tools: waiting for another process (pid ${holder}) that is building ${what}...\n`);
 }
 
 /** Checks that the built binary reports the pinned version, so a wrong pin or ldflag cannot go unnoticed. */

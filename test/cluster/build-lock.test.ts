@@ -8,7 +8,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'node:test';
-import { acquireLock } from './build-lock.ts';
+import { acquireLock } from '../support/build-lock.ts';
 
 test('a second acquirer waits until the live holder releases', async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'driftless-lock-'));

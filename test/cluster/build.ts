@@ -12,7 +12,7 @@ import { mkdir, mkdtemp, readdir, readFile, rename, rm, stat, writeFile } from '
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
-import { acquireLock } from './build-lock.ts';
+import { acquireLock } from '../support/build-lock.ts';
 import { CommandError, runCommand } from './exec.ts';
 import { argoRolloutsVersion, crdSources, kubernetesVersion, type CrdFile, type CrdSource } from './versions.ts';
 

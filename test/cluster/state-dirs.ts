@@ -6,19 +6,10 @@
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { isAlive } from '../support/build-lock.ts';
 
 const prefix = 'driftless-cluster-';
 const ownerFile = 'owner.pid';
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    // EPERM: alive, but someone else's.
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 /** Creates a fresh state directory owned by this process. */
 export async function createStateDir(): Promise<string> {

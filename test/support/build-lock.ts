@@ -1,7 +1,8 @@
 /**
  * A lock file per artifact, so that two test runs on one machine (two clones,
- * or `npm test` beside `npm run cluster`) do not both spend 20 minutes and two
- * cores building the same binary: the second waits, then finds it in the cache.
+ * or `npm test` beside `npm run cluster`) do not both spend minutes and two
+ * cores building the same binary (the test cluster, kustomize, helm, the Go
+ * YAML oracle): the second waits, then finds it in the cache.
  */
 import { open, readFile, stat, unlink } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -9,7 +10,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 /** Releases a lock taken by `acquireLock`. */
 export type ReleaseLock = () => Promise<void>;
 
-function isAlive(pid: number): boolean {
+/** Whether a process with this pid exists (EPERM: it does, but belongs to someone else). */
+export function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
