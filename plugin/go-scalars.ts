@@ -35,7 +35,17 @@ const UINT64_MAX = 2n ** 64n - 1n;
 
 /** Resolves a plain (unquoted, untagged) scalar's text as go-yaml v2 does. */
 export function resolveGoPlain(source: string): GoScalar {
+  // Most scalars start with a character no null, bool or number starts with: a string at once, without
+  // classifyGoPlain's tuple (this runs for every plain key and value the fast reader reads).
+  if (source.length > 0 && !mayStartNonString(source.charCodeAt(0))) return source;
   return classifyGoPlain(source)[1];
+}
+
+/** `[-+.0-9~nNyYtTfFoO]`: the first characters of go-yaml's `resolveTable` hints (MAYBE_NOT_STRING). */
+function mayStartNonString(c: number): boolean {
+  return (c >= 48 && c <= 57) || c === 45 || c === 43 || c === 46 || c === 126
+    || c === 110 || c === 78 || c === 121 || c === 89 || c === 116 || c === 84
+    || c === 102 || c === 70 || c === 111 || c === 79;
 }
 
 /** Go's tag for a plain scalar: `str`, `null`, `bool`, `int`, `float`, or `unrepresentable`. */
