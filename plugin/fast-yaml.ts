@@ -143,14 +143,13 @@ class Reader {
   #mapping(indent: number, firstKey: number): FastMap {
     this.#enter();
     const pairs: FastPair[] = [];
-    const seen = new Set<string>();
+    const seen: { set?: Set<string> } = {};
     let keyStart = firstKey;
     let rangeEnd = firstKey;
     for (;;) {
       const line = this.#lines[this.#i] as Line;
       const { key, keyEnd, valueStart } = this.#key(keyStart, line.end);
-      if (seen.has(key)) throw new GiveUp();
-      seen.add(key);
+      if (isDuplicate(pairs, key, seen)) throw new GiveUp();
       const value = this.#value(indent, keyEnd, valueStart, line, true);
       pairs.push({ key, keyRange: [keyStart, keyEnd], value });
       rangeEnd = Math.max(rangeEnd, value.range[1]);
@@ -267,7 +266,7 @@ class Reader {
     const close = isMap ? 125 : 93;
     const pairs: FastPair[] = [];
     const items: FastNode[] = [];
-    const seen = new Set<string>();
+    const seen: { set?: Set<string> } = {};
     let i = this.#skipSpaces(start + 1, lineEnd);
     if (text.charCodeAt(i) === close) {
       this.#depth--;
@@ -293,8 +292,7 @@ class Reader {
           keyEnd = end;
           i = end;
         }
-        if (seen.has(key)) throw new GiveUp();
-        seen.add(key);
+        if (isDuplicate(pairs, key, seen)) throw new GiveUp();
         i++; // the `:`
         const next = text.charCodeAt(i);
         if (next !== 32 && !(k === 34 || k === 39)) throw new GiveUp();
@@ -491,8 +489,12 @@ class Reader {
   #plain(start: number, lineEnd: number): { source: string; end: number } {
     const text = this.#text;
     let end = lineEnd;
-    const hash = text.slice(start, lineEnd).indexOf(' #');
-    if (hash !== -1) end = start + hash;
+    for (let i = start + 1; i < lineEnd; i++) {
+      if (text.charCodeAt(i) === 35 /* # */ && text.charCodeAt(i - 1) === 32) {
+        end = i - 1;
+        break;
+      }
+    }
     while (end > start && text.charCodeAt(end - 1) === 32) end--;
     const source = text.slice(start, end);
     if (source === '' || PLAIN_FORBIDDEN_START.test(source) || KEY_END.test(source) || source.endsWith(':')) throw new GiveUp();
@@ -547,6 +549,23 @@ class Reader {
     while (valueStart < lineEnd && text.charCodeAt(valueStart) === 32) valueStart++;
     return { key, keyEnd, valueStart };
   }
+}
+
+/**
+ * Whether a mapping's `pairs` already has `key` (duplicates go to yaml). Mappings in manifests are
+ * small, so a scan beats a Set allocated per mapping; past 32 keys (a big ConfigMap) the caller's
+ * Set, made on first need, keeps it linear.
+ */
+function isDuplicate(pairs: readonly FastPair[], key: string, seen: { set?: Set<string> }): boolean {
+  const n = pairs.length;
+  if (n < 32) {
+    for (let i = 0; i < n; i++) if ((pairs[i] as FastPair).key === key) return true;
+    return false;
+  }
+  seen.set ??= new Set(pairs.map((pair) => pair.key));
+  if (seen.set.has(key)) return true;
+  seen.set.add(key);
+  return false;
 }
 
 /** The plain value of a tree, built like yaml's `toJS` (own properties even for `constructor`/`__proto__`). */
