@@ -281,7 +281,40 @@ function verify(document: ParsedDocument, stamps: readonly Stamp[], text: string
       return fail();
     }
   }
-  if (!isDeepStrictEqual(reparsed, document.value)) fail();
+  if (!sameValue(reparsed, document.value)) fail();
+}
+
+/**
+ * `isDeepStrictEqual` for what the readers produce (plain objects, arrays, strings, numbers, booleans,
+ * null), without its generic machinery, which ran for every stamped workload. Anything else (another
+ * prototype, symbol keys) is handed to `isDeepStrictEqual` itself, so this is never a weaker check.
+ */
+function sameValue(a: unknown, b: unknown): boolean {
+  if (typeof a !== 'object' || a === null || typeof b !== 'object' || b === null) return Object.is(a, b);
+  const proto = Object.getPrototypeOf(a) as unknown;
+  if (proto !== Object.getPrototypeOf(b)) return false;
+  if (proto === Array.prototype) {
+    const x = a as unknown[];
+    const y = b as unknown[];
+    if (x.length !== y.length || !isPlainArray(x) || !isPlainArray(y)) return isDeepStrictEqual(a, b);
+    for (let i = 0; i < x.length; i++) if (!sameValue(x[i], y[i])) return false;
+    return true;
+  }
+  if (proto !== Object.prototype && proto !== null) return isDeepStrictEqual(a, b);
+  if (Object.getOwnPropertySymbols(a).length !== 0 || Object.getOwnPropertySymbols(b).length !== 0) return isDeepStrictEqual(a, b);
+  const x = a as Record<string, unknown>;
+  const y = b as Record<string, unknown>;
+  const keys = Object.keys(x);
+  if (keys.length !== Object.keys(y).length) return false;
+  for (const key of keys) {
+    if (!Object.prototype.propertyIsEnumerable.call(y, key) || !sameValue(x[key], y[key])) return false;
+  }
+  return true;
+}
+
+/** An array with only its index properties (no holes, no extra keys): compared by index above. */
+function isPlainArray(array: unknown[]): boolean {
+  return Object.keys(array).length === array.length && Object.getOwnPropertySymbols(array).length === 0;
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {
