@@ -5,11 +5,9 @@
  */
 import { parseConfig, usageText } from './config.ts';
 import type { PluginConfig } from './config.ts';
-import { explain } from './commands/explain.ts';
-import { generate } from './commands/generate.ts';
 import type { CommandResult } from './commands/generate.ts';
 import { BudgetExceededError, EXIT, exitCodeFor } from './errors.ts';
-import { renderSource } from './source/index.ts';
+import type { Render } from './pipeline.ts';
 
 /** Longer than the render stage's SIGTERM→SIGKILL grace, shorter than Argo CD's 5 s before it SIGKILLs us. */
 const STOP_GRACE_MS = 3000;
@@ -19,13 +17,22 @@ function delay(ms: number): Promise<void> {
 }
 
 async function run(config: PluginConfig, signal: AbortSignal): Promise<CommandResult> {
+  if (config.command === 'help') return { stdout: usageText(), stderr: [] };
+  // Start the renderer before loading the rest of the plugin (yaml, core, the
+  // command), so that kustomize or helm runs on one core while the modules
+  // compile on the other; the render is then awaited where it always was,
+  // after the key is read, so errors are classified and ordered as before.
+  const rendering = import('./source/index.ts').then((source) => source.renderSource(config, signal));
+  // A render that fails before the command awaits it must not count as an
+  // unhandled rejection; the command still receives (and reports) the failure.
+  rendering.catch(() => undefined);
+  const render: Render = () => rendering;
+  // Only the chosen command's code is loaded (explain's reporting is not on the generate path).
   switch (config.command) {
-    case 'help':
-      return { stdout: usageText(), stderr: [] };
     case 'generate':
-      return generate(config, signal, renderSource);
+      return (await import('./commands/generate.ts')).generate(config, signal, render);
     case 'explain':
-      return explain(config, signal, renderSource);
+      return (await import('./commands/explain.ts')).explain(config, signal, render);
   }
 }
 

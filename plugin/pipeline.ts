@@ -41,7 +41,8 @@ export async function analyse(
   render: Render,
   limits: DocumentLimits = DEFAULT_LIMITS,
 ): Promise<Analysis> {
-  // Read the key first: a broken installation should fail before any rendering work.
+  // Read the key before awaiting the render (main.ts may have started it already):
+  // a broken installation is reported as such, even when the render fails too.
   const key = config.hashKeyFile === undefined ? undefined : await readHashKey(config.hashKeyFile);
   const streams = await render(config, signal);
   signal.throwIfAborted();

@@ -5,10 +5,6 @@
 import type { PluginConfig } from '../config.ts';
 import { detectSourceType } from './detect.ts';
 import type { DetectedSourceType } from './detect.ts';
-import { renderDirectory } from './directory.ts';
-import { renderHelm } from './helm.ts';
-import { renderKustomize } from './kustomize.ts';
-import { renderStdin } from './stdin.ts';
 import type { RenderedStream, SourceIo } from './types.ts';
 
 export type { RenderedStream, SourceIo } from './types.ts';
@@ -26,15 +22,18 @@ export async function renderSource(
   io: SourceIo = { stdin: process.stdin },
 ): Promise<RenderedStream[]> {
   const type = await resolveSourceType(config);
+  // Each renderer is loaded only when chosen: a process renders one source
+  // type, and the Helm and Kustomize modules pull in the `yaml` package, whose
+  // loading would otherwise delay every start (Argo CD starts one per render).
   switch (type) {
     case 'stdin':
-      return renderStdin(io, signal);
+      return (await import('./stdin.ts')).renderStdin(io, signal);
     case 'kustomize':
-      return renderKustomize(config, signal);
+      return (await import('./kustomize.ts')).renderKustomize(config, signal);
     case 'helm':
-      return renderHelm(config, signal);
+      return (await import('./helm.ts')).renderHelm(config, signal);
     case 'directory':
-      return renderDirectory(config, signal);
+      return (await import('./directory.ts')).renderDirectory(config, signal);
   }
 }
 
