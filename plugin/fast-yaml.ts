@@ -579,7 +579,9 @@ function toValue(node: FastNode): unknown {
       const out: Record<string, unknown> = {};
       for (const pair of node.pairs) {
         const value = toValue(pair.value);
-        if (pair.key in out) Object.defineProperty(out, pair.key, { value, writable: true, enumerable: true, configurable: true });
+        // Keys are unique here (duplicates go to yaml), and an assignment makes an own property for any
+        // key but `__proto__`, the one accessor on Object.prototype: no `in` lookup per key.
+        if (pair.key === '__proto__') Object.defineProperty(out, pair.key, { value, writable: true, enumerable: true, configurable: true });
         else out[pair.key] = value;
       }
       return out;
