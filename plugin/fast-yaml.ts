@@ -87,8 +87,21 @@ export function readFastDocument(text: string, start: number, end: number, maxDe
 }
 
 const MAYBE_NOT_STRING = /^[-+.0-9~nNyYtTfFoOeE]/;
-const PLAIN_FORBIDDEN_START = /^[?:,[\]{}#&*!|>'"%@`]|^-(?:[ ]|$)/;
-const KEY_END = /:(?: |$)/;
+/**
+ * Whether a plain scalar cannot start like this (`/^[?:,[\]{}#&*!|>'"%@`]|^-(?:[ ]|$)/`): an indicator, or
+ * `-` alone or before a space. Char codes instead of a regular expression: this runs for every key and value.
+ */
+function forbiddenPlainStart(source: string): boolean {
+  switch (source.charCodeAt(0)) {
+    case 63: case 58: case 44: case 91: case 93: case 123: case 125: case 35: case 38:
+    case 42: case 33: case 124: case 62: case 39: case 34: case 37: case 64: case 96:
+      return true;
+    case 45:
+      return source.length === 1 || source.charCodeAt(1) === 32;
+    default:
+      return false;
+  }
+}
 
 class Reader {
   readonly #text: string;
@@ -349,7 +362,7 @@ class Reader {
     let trimmed = end;
     while (trimmed > i && text.charCodeAt(trimmed - 1) === 32) trimmed--;
     const source = text.slice(i, trimmed);
-    if (source === '' || PLAIN_FORBIDDEN_START.test(source)) throw new GiveUp();
+    if (source === '' || forbiddenPlainStart(source)) throw new GiveUp();
     return { source, end: trimmed };
   }
 
@@ -497,7 +510,7 @@ class Reader {
     }
     while (end > start && text.charCodeAt(end - 1) === 32) end--;
     const source = text.slice(start, end);
-    if (source === '' || PLAIN_FORBIDDEN_START.test(source) || KEY_END.test(source) || source.endsWith(':')) throw new GiveUp();
+    if (source === '' || forbiddenPlainStart(source) || source.includes(': ') || source.endsWith(':')) throw new GiveUp();
     return { source, end };
   }
 
@@ -536,7 +549,7 @@ class Reader {
       let trimmed = keyEnd;
       while (trimmed > start && text.charCodeAt(trimmed - 1) === 32) trimmed--;
       const source = text.slice(start, trimmed);
-      if (PLAIN_FORBIDDEN_START.test(source) || source.includes(' #')) throw new GiveUp();
+      if (forbiddenPlainStart(source) || source.includes(' #')) throw new GiveUp();
       const resolved = resolvePlain(source);
       if (typeof resolved !== 'string' || source === '<<') throw new GiveUp(); // `on:`, `1:`, merge keys: leave to yaml
       key = resolved;
