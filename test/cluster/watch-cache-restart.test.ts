@@ -7,16 +7,14 @@
 import assert from 'node:assert/strict';
 import type { KubeList } from './api.ts';
 import { create, useCluster } from './testing.ts';
-import { configMapData, nextEvent } from './watch-events.ts';
+import { MERGE_PATCH, configMapData, nextEvent, watchConfigMap } from './watch-events.ts';
 
 const fixture = useCluster();
 
 fixture.test('after an apiserver restart an old resourceVersion is 410 Expired and a relist resumes', async ({ cluster, namespace }) => {
   const { admin } = cluster;
   const path = `/api/v1/namespaces/${namespace}/configmaps`;
-  const watchFrom = (resourceVersion: string, abort: AbortController) =>
-    admin.watch(`${path}?fieldSelector=metadata.name%3Dwatched&resourceVersion=${resourceVersion}`, abort.signal);
-  const merge = { contentType: 'application/merge-patch+json' };
+  const watchFrom = (resourceVersion: string, abort: AbortController) => watchConfigMap(admin, path, 'watched', resourceVersion, abort);
   const configMap = await create(admin, path, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'watched' }, data: { v: '1' } });
   const lastSeen = configMap.metadata?.resourceVersion ?? '';
   // Two unrelated writes move etcd's revision past what the client saw, so the
@@ -37,7 +35,7 @@ fixture.test('after an apiserver restart an old resourceVersion is 410 Expired a
   assert.equal(list.items.length, 1);
   const resumedAbort = new AbortController();
   const resumed = nextEvent(watchFrom(list.metadata.resourceVersion, resumedAbort), resumedAbort, (e) => e.type !== 'BOOKMARK');
-  await admin.request('PATCH', `${path}/watched`, { data: { v: '2' } }, merge);
+  await admin.request('PATCH', `${path}/watched`, { data: { v: '2' } }, MERGE_PATCH);
   const event = await resumed;
   assert.equal(event.type, 'MODIFIED');
   assert.equal(configMapData(event).v, '2');

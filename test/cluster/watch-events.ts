@@ -1,7 +1,7 @@
 /**
  * Helpers for tests that read watch streams.
  */
-import type { WatchEvent } from './api.ts';
+import type { ApiClient, RequestOptions, WatchEvent } from './api.ts';
 
 /**
  * Reads watch events until one satisfies `done`, then closes the stream.
@@ -23,4 +23,18 @@ export async function nextEvent(
 /** The `data` of a ConfigMap in a watch event. */
 export function configMapData(event: WatchEvent): Record<string, string> {
   return (event.object['data'] ?? {}) as Record<string, string>;
+}
+
+/** A JSON merge patch, the smallest write the watch tests make. */
+export const MERGE_PATCH: RequestOptions = { contentType: 'application/merge-patch+json' };
+
+/** Watches the one ConfigMap `name` under `path` (a namespace's configmaps) from `resourceVersion`. */
+export function watchConfigMap(
+  client: ApiClient,
+  path: string,
+  name: string,
+  resourceVersion: string,
+  abort: AbortController,
+): AsyncGenerator<WatchEvent> {
+  return client.watch(`${path}?fieldSelector=metadata.name%3D${encodeURIComponent(name)}&resourceVersion=${resourceVersion}`, abort.signal);
 }

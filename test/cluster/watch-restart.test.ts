@@ -6,22 +6,20 @@
  */
 import assert from 'node:assert/strict';
 import { create, useCluster } from './testing.ts';
-import { configMapData, nextEvent } from './watch-events.ts';
+import { MERGE_PATCH, configMapData, nextEvent, watchConfigMap } from './watch-events.ts';
 
 const fixture = useCluster({ watchCache: false });
 
 fixture.test('a watch resumes from a resourceVersion after the apiserver restarts', async ({ cluster, namespace }) => {
   const { admin } = cluster;
   const path = `/api/v1/namespaces/${namespace}/configmaps`;
-  const watchFrom = (resourceVersion: string, abort: AbortController) =>
-    admin.watch(`${path}?fieldSelector=metadata.name%3Dwatched&resourceVersion=${resourceVersion}`, abort.signal);
-  const merge = { contentType: 'application/merge-patch+json' };
+  const watchFrom = (resourceVersion: string, abort: AbortController) => watchConfigMap(admin, path, 'watched', resourceVersion, abort);
   const configMap = await create(admin, path, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'watched' }, data: { v: '1' } });
 
   // Before the restart: a watch from the creation's resourceVersion sees the first change.
   const firstAbort = new AbortController();
   const firstChange = nextEvent(watchFrom(configMap.metadata?.resourceVersion ?? '', firstAbort), firstAbort, (e) => e.type === 'MODIFIED');
-  await admin.request('PATCH', `${path}/watched`, { data: { v: '2' } }, merge);
+  await admin.request('PATCH', `${path}/watched`, { data: { v: '2' } }, MERGE_PATCH);
   const seen = await firstChange;
   assert.equal(configMapData(seen).v, '2');
   const lastSeen = seen.object.metadata?.resourceVersion ?? '';
@@ -31,7 +29,7 @@ fixture.test('a watch resumes from a resourceVersion after the apiserver restart
   // After it: resume from the last resourceVersion seen; the next change arrives on that watch.
   const resumedAbort = new AbortController();
   const resumedChange = nextEvent(watchFrom(lastSeen, resumedAbort), resumedAbort, (e) => e.type !== 'BOOKMARK');
-  const written = await admin.request('PATCH', `${path}/watched`, { data: { v: '3' } }, merge);
+  const written = await admin.request('PATCH', `${path}/watched`, { data: { v: '3' } }, MERGE_PATCH);
   const event = await resumedChange;
   assert.equal(event.type, 'MODIFIED', JSON.stringify(event.object));
   assert.equal(event.object.metadata?.resourceVersion, written.metadata?.resourceVersion);
