@@ -3,7 +3,10 @@
 // cached file; each component still runs as its own process because they all
 // keep process-global state (signal handlers, feature gates, klog flags).
 //
-// Usage: k8s kube-apiserver|kube-controller-manager|kube-scheduler [flags]
+// kubectl rides along for the tests' drift oracle (`kubectl diff`, client-side and
+// server-side), so the oracle is the real three-way diff, not a re-implementation.
+//
+// Usage: k8s kube-apiserver|kube-controller-manager|kube-scheduler|kubectl [flags]
 package main
 
 import (
@@ -20,6 +23,7 @@ import (
 	apiserver "k8s.io/kubernetes/cmd/kube-apiserver/app"
 	controllermanager "k8s.io/kubernetes/cmd/kube-controller-manager/app"
 	scheduler "k8s.io/kubernetes/cmd/kube-scheduler/app"
+	kubectl "k8s.io/kubectl/pkg/cmd"
 )
 
 func main() {
@@ -36,8 +40,10 @@ func main() {
 		command = controllermanager.NewControllerManagerCommand()
 	case "kube-scheduler":
 		command = scheduler.NewSchedulerCommand()
+	case "kubectl":
+		command = kubectl.NewDefaultKubectlCommand()
 	default:
-		fmt.Fprintln(os.Stderr, "usage: k8s kube-apiserver|kube-controller-manager|kube-scheduler [flags]")
+		fmt.Fprintln(os.Stderr, "usage: k8s kube-apiserver|kube-controller-manager|kube-scheduler|kubectl [flags]")
 		os.Exit(2)
 	}
 	command.SetArgs(args)
