@@ -1,0 +1,344 @@
+/**
+ * Reducers: raw API objects in, frozen summaries out (controller/model.ts).
+ * They run on every list item and watch event, keep no reference into the raw
+ * object, and are pure given `now` — the payload of a Secret is digested here
+ * and never stored.
+ */
+import {
+  ANNOTATIONS,
+  HASH_ANNOTATION,
+  configMapEntry,
+  findReferences,
+  getPath,
+  hashEntries,
+  isRecord,
+  podTemplatePath,
+  secretEntry,
+  toManifest,
+  type HashKey,
+  type Manifest,
+} from '../../core/index.ts';
+import { BOOKKEEPING } from '../bookkeeping.ts';
+import type {
+  ConfigProducer,
+  ConfigSummary,
+  PodSummary,
+  ReplicaSetSummary,
+  Tracking,
+  UpdateStrategy,
+  WorkloadKindName,
+  WorkloadStatus,
+  WorkloadSummary,
+} from '../model.ts';
+
+/** How Argo CD tracks what belongs to an Application (argocd-cm `application.resourceTrackingMethod`). */
+export interface TrackingOptions {
+  readonly method: 'annotation' | 'label' | 'annotation+label';
+  /** The label of the `label` method (argocd-cm `application.instanceLabelKey`). */
+  readonly label: string;
+}
+
+/** Argo CD's tracking annotation. */
+export const TRACKING_ID_ANNOTATION = 'argocd.argoproj.io/tracking-id';
+
+/** The annotation cert-manager puts on every Secret it issues (it sets no owner reference by default). */
+const CERT_MANAGER_CERTIFICATE = 'cert-manager.io/certificate-name';
+/** The label External Secrets puts on the Secrets it creates. */
+const ESO_CREATED_BY = 'reconcile.external-secrets.io/created-by';
+
+/** Owners whose Secrets are written by an operator, never by a sync. */
+const PRODUCER_OWNERS: readonly { readonly group: string; readonly kind: string }[] = Object.freeze([
+  { group: 'external-secrets.io', kind: 'ExternalSecret' },
+  { group: 'bitnami.com', kind: 'SealedSecret' },
+  { group: 'cert-manager.io', kind: 'Certificate' },
+]);
+
+type Raw = Readonly<Record<string, unknown>>;
+
+function record(value: unknown): Raw {
+  return isRecord(value) ? value : {};
+}
+
+function str(value: unknown): string {
+  return typeof value === 'string' ? value : '';
+}
+
+function optionalString(value: unknown): string | undefined {
+  return typeof value === 'string' && value !== '' ? value : undefined;
+}
+
+function optionalNumber(value: unknown): number | undefined {
+  return typeof value === 'number' && Number.isFinite(value) ? value : undefined;
+}
+
+/** String-valued entries of a map field, copied (never a view of the raw object). */
+function stringRecord(value: unknown, keep?: (key: string) => boolean): Readonly<Record<string, string>> {
+  const out: Record<string, string> = {};
+  for (const [key, item] of Object.entries(record(value))) {
+    if (typeof item === 'string' && (keep === undefined || keep(key))) out[key] = item;
+  }
+  return Object.freeze(out);
+}
+
+function groupOf(apiVersion: string): string {
+  const slash = apiVersion.lastIndexOf('/');
+  return slash === -1 ? '' : apiVersion.slice(0, slash);
+}
+
+/**
+ * Parses Argo CD's tracking of an object. The annotation's format is
+ * `<app>:<group>/<kind>:<namespace>/<name>`; it names the object itself only
+ * when those parts match, which tells a synced object from one whose operator
+ * copied its source's metadata.
+ */
+export function readTracking(raw: unknown, options: TrackingOptions): Tracking | undefined {
+  const metadata = record(record(raw)['metadata']);
+  if (options.method !== 'label') {
+    const id = str(record(metadata['annotations'])[TRACKING_ID_ANNOTATION]);
+    const match = /^([^:]+):([^/:]*)\/([^:]+):([^/]*)\/(.+)$/.exec(id);
+    if (match !== null) {
+      const [, app, group, kind, namespace, name] = match as unknown as [string, string, string, string, string, string];
+      const self = record(raw);
+      const namesItself = group === groupOf(str(self['apiVersion'])) && kind === str(self['kind'])
+        && namespace === str(metadata['namespace']) && name === str(metadata['name']);
+      return Object.freeze({ app, namesItself });
+    }
+    if (options.method === 'annotation') return undefined;
+  }
+  const app = optionalString(record(metadata['labels'])[options.label]);
+  // A label cannot name an object; Argo CD's label method trusts it as is.
+  return app === undefined ? undefined : Object.freeze({ app, namesItself: true });
+}
+
+function readProducer(metadata: Raw): ConfigProducer | undefined {
+  for (const owner of Array.isArray(metadata['ownerReferences']) ? metadata['ownerReferences'] : []) {
+    const ref = record(owner);
+    const known = PRODUCER_OWNERS.find((p) => p.kind === ref['kind'] && p.group === groupOf(str(ref['apiVersion'])));
+    if (known !== undefined) return Object.freeze({ kind: known.kind, name: str(ref['name']) });
+  }
+  const certificate = optionalString(record(metadata['annotations'])[CERT_MANAGER_CERTIFICATE]);
+  if (certificate !== undefined) return Object.freeze({ kind: 'Certificate', name: certificate });
+  if (optionalString(record(metadata['labels'])[ESO_CREATED_BY]) !== undefined) return Object.freeze({ kind: 'ExternalSecret', name: '' });
+  return undefined;
+}
+
+/** What a config reducer needs besides the object. */
+export interface ConfigReduceContext {
+  readonly key: HashKey | undefined;
+  readonly tracking: TrackingOptions;
+  readonly now: number;
+}
+
+/**
+ * Reduces a ConfigMap or Secret: identity, the policy annotations, tracking,
+ * producer, and the keyed hash v1 of its single entry. `seenAt` carries over
+ * while the digest is unchanged, so a metadata-only update changes nothing.
+ */
+export function reduceConfig(kind: 'ConfigMap' | 'Secret', raw: unknown, previous: ConfigSummary | undefined, context: ConfigReduceContext): ConfigSummary {
+  const object = record(raw);
+  const metadata = record(object['metadata']);
+  const namespace = str(metadata['namespace']);
+  const resourceVersion = str(metadata['resourceVersion']);
+  let digest: string;
+  try {
+    const manifest = toManifest(raw, { defaultNamespace: namespace });
+    digest = hashEntries([kind === 'ConfigMap' ? configMapEntry(manifest) : secretEntry(manifest)], context.key);
+  } catch {
+    // The API server stores only valid objects, so this is unreachable in practice; a
+    // per-version digest still makes every later change count as a change.
+    digest = `unreadable:${resourceVersion}`;
+  }
+  return Object.freeze({
+    kind,
+    namespace,
+    name: str(metadata['name']),
+    uid: str(metadata['uid']),
+    resourceVersion,
+    annotations: stringRecord(metadata['annotations'], (key) => key === ANNOTATIONS.ignore || key === ANNOTATIONS.match),
+    tracking: readTracking(raw, context.tracking),
+    producer: readProducer(metadata),
+    digest,
+    seenAt: previous !== undefined && previous.digest === digest ? previous.seenAt : context.now,
+  });
+}
+
+/** A SecretProviderClassPodStatus, reduced: which class, which pod, and the versions it mounted. */
+export interface ProviderPodStatusSummary {
+  readonly namespace: string;
+  readonly name: string;
+  readonly resourceVersion: string;
+  readonly className: string;
+  readonly podName: string;
+  /** Keyed digest of the mounted objects' ids and versions. */
+  readonly versions: string;
+}
+
+/** Reduces a SecretProviderClassPodStatus to its class and a digest of its object versions. */
+export function reduceProviderPodStatus(raw: unknown, key: HashKey | undefined): ProviderPodStatusSummary {
+  const object = record(raw);
+  const metadata = record(object['metadata']);
+  const status = record(object['status']);
+  const objects = (Array.isArray(status['objects']) ? status['objects'] : [])
+    .map((item) => ({ id: str(record(item)['id']), version: str(record(item)['version']) }))
+    .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  const className = str(status['secretProviderClassName']);
+  return Object.freeze({
+    namespace: str(metadata['namespace']),
+    name: str(metadata['name']),
+    resourceVersion: str(metadata['resourceVersion']),
+    className,
+    podName: str(status['podName']),
+    // Shaped like a hash v1 source entry so that the digest is as keyed as every other.
+    versions: hashEntries([{ kind: 'SecretProviderClass', name: className, spec: { objects } }], key),
+  });
+}
+
+function controllerOwner(metadata: Raw): PodSummary['owner'] {
+  for (const owner of Array.isArray(metadata['ownerReferences']) ? metadata['ownerReferences'] : []) {
+    const ref = record(owner);
+    if (ref['controller'] === true) return Object.freeze({ kind: str(ref['kind']), name: str(ref['name']), uid: str(ref['uid']) });
+  }
+  return undefined;
+}
+
+/** Reduces a pod to what a paced eviction reads. */
+export function reducePod(raw: unknown): PodSummary {
+  const object = record(raw);
+  const metadata = record(object['metadata']);
+  const status = record(object['status']);
+  const conditions = Array.isArray(status['conditions']) ? status['conditions'] : [];
+  const ready = conditions.map(record).find((c) => c['type'] === 'Ready');
+  const readySince = ready !== undefined && ready['status'] === 'True'
+    ? Date.parse(str(ready['lastTransitionTime'])) || Date.parse(str(metadata['creationTimestamp'])) || 0
+    : undefined;
+  return Object.freeze({
+    namespace: str(metadata['namespace']),
+    name: str(metadata['name']),
+    uid: str(metadata['uid']),
+    resourceVersion: str(metadata['resourceVersion']),
+    owner: controllerOwner(metadata),
+    createdAt: Date.parse(str(metadata['creationTimestamp'])) || 0,
+    deleting: metadata['deletionTimestamp'] !== undefined && metadata['deletionTimestamp'] !== null,
+    phase: str(status['phase']),
+    readySince,
+    nodeName: str(record(object['spec'])['nodeName']),
+  });
+}
+
+/** Reduces a ReplicaSet to its owner, to map a Deployment's pods to it. */
+export function reduceReplicaSet(raw: unknown): ReplicaSetSummary & { readonly resourceVersion: string } {
+  const metadata = record(record(raw)['metadata']);
+  return Object.freeze({
+    namespace: str(metadata['namespace']),
+    name: str(metadata['name']),
+    uid: str(metadata['uid']),
+    resourceVersion: str(metadata['resourceVersion']),
+    owner: controllerOwner(metadata),
+  });
+}
+
+function readStrategy(kind: WorkloadKindName, spec: Raw): UpdateStrategy {
+  const int = (value: unknown): number | string | undefined =>
+    typeof value === 'number' || (typeof value === 'string' && value !== '') ? value : undefined;
+  switch (kind) {
+    case 'Deployment': {
+      const strategy = record(spec['strategy']);
+      return Object.freeze({ type: str(strategy['type']) || 'RollingUpdate', maxUnavailable: int(record(strategy['rollingUpdate'])['maxUnavailable']), partition: undefined });
+    }
+    case 'StatefulSet':
+    case 'DaemonSet': {
+      const strategy = record(spec['updateStrategy']);
+      const rolling = record(strategy['rollingUpdate']);
+      return Object.freeze({ type: str(strategy['type']) || 'RollingUpdate', maxUnavailable: int(rolling['maxUnavailable']), partition: optionalNumber(rolling['partition']) });
+    }
+    case 'Rollout': {
+      const strategy = record(spec['strategy']);
+      const type = isRecord(strategy['blueGreen']) ? 'blueGreen' : 'canary';
+      return Object.freeze({ type, maxUnavailable: int(record(strategy[type])['maxUnavailable']), partition: undefined });
+    }
+    default:
+      return Object.freeze({ type: '', maxUnavailable: undefined, partition: undefined });
+  }
+}
+
+function readStatus(status: Raw): WorkloadStatus {
+  return Object.freeze({
+    observedGeneration: optionalNumber(status['observedGeneration']),
+    replicas: optionalNumber(status['replicas']),
+    updatedReplicas: optionalNumber(status['updatedReplicas']),
+    readyReplicas: optionalNumber(status['readyReplicas']),
+    availableReplicas: optionalNumber(status['availableReplicas']),
+    currentRevision: optionalString(status['currentRevision']),
+    updateRevision: optionalString(status['updateRevision']),
+    desiredNumberScheduled: optionalNumber(status['desiredNumberScheduled']),
+    updatedNumberScheduled: optionalNumber(status['updatedNumberScheduled']),
+    numberAvailable: optionalNumber(status['numberAvailable']),
+    restartedAt: optionalString(status['restartedAt']),
+  });
+}
+
+/** `{a: {b: leaf}}` for the path `['a', 'b']`. */
+function nest(path: readonly string[], leaf: unknown): Record<string, unknown> {
+  return path.reduceRight<unknown>((inner, step) => ({ [step]: inner }), leaf) as Record<string, unknown>;
+}
+
+/** The annotations of a workload the controller itself reads. */
+function ownAnnotation(key: string): boolean {
+  return key.startsWith('driftless.dev/') || key === 'reloader.stakater.com/rollout-strategy';
+}
+
+/**
+ * Reduces a workload. The pod spec is read once for its references and then
+ * dropped; what stays is identity, the annotations the policy and the
+ * bookkeeping read, strategy and status.
+ */
+export function reduceWorkload(kind: WorkloadKindName, raw: unknown, tracking: TrackingOptions): WorkloadSummary {
+  const object = record(raw);
+  const metadata = record(object['metadata']);
+  const spec = record(object['spec']);
+  const apiVersion = str(object['apiVersion']);
+  const namespace = str(metadata['namespace']);
+  const identity = { apiVersion, kind, metadata: { name: str(metadata['name']), namespace } };
+  const probe = toManifest(identity, { defaultNamespace: namespace });
+  const templatePath = podTemplatePath(probe);
+  const template = templatePath === undefined ? undefined : record(getPath(raw, templatePath));
+  const templateAnnotations = stringRecord(record(template?.['metadata'])['annotations']);
+  const metadataAnnotations = stringRecord(metadata['annotations']);
+  // Only what core's readWorkloadPolicy reads: metadata and template annotations.
+  const policyObject = {
+    ...identity,
+    metadata: { ...identity.metadata, annotations: metadataAnnotations },
+    ...(templatePath === undefined ? {} : nest(templatePath, { metadata: { annotations: templateAnnotations } })),
+  };
+  const policyManifest: Manifest = toManifest(policyObject, { defaultNamespace: namespace });
+  const podSpec = record(template?.['spec']);
+  const volumes = Array.isArray(podSpec['volumes']) ? podSpec['volumes'] : [];
+  const workloadRef = record(spec['workloadRef']);
+  const replicas = optionalNumber(spec['replicas']);
+  return Object.freeze({
+    kind,
+    apiVersion,
+    namespace,
+    name: str(metadata['name']),
+    uid: str(metadata['uid']),
+    resourceVersion: str(metadata['resourceVersion']),
+    generation: optionalNumber(metadata['generation']) ?? 0,
+    policyManifest,
+    references: Object.freeze(template === undefined ? [] : findReferences(template['spec'])),
+    stamped: Object.hasOwn(templateAnnotations, HASH_ANNOTATION),
+    tracking: readTracking(raw, tracking),
+    annotations: stringRecord(metadata['annotations'], ownAnnotation),
+    templateRestartedAt: templateAnnotations[BOOKKEEPING.templateRestartedAt],
+    replicas: kind === 'DaemonSet' || kind === 'CronJob' ? undefined : replicas ?? 1,
+    minReadySeconds: optionalNumber(spec['minReadySeconds']) ?? 0,
+    strategy: readStrategy(kind, spec),
+    restartAt: optionalString(spec['restartAt']),
+    workloadRef: kind === 'Rollout' && optionalString(workloadRef['name']) !== undefined
+      ? Object.freeze({ kind: str(workloadRef['kind']) || 'Deployment', name: str(workloadRef['name']) })
+      : undefined,
+    paused: spec['paused'] === true,
+    usesVolumeClaims: (Array.isArray(spec['volumeClaimTemplates']) && spec['volumeClaimTemplates'].length > 0)
+      || volumes.some((volume) => isRecord(record(volume)['persistentVolumeClaim'])),
+    status: readStatus(record(object['status'])),
+  });
+}

@@ -1,0 +1,210 @@
+/**
+ * The one place that talks HTTP to the API server. `@kubernetes/client-node`
+ * loads the kubeconfig (or the in-cluster service account) and authenticates;
+ * this adapter sends raw JSON requests and reads watch streams through one
+ * long-lived undici dispatcher.
+ *
+ * Why not client-node's typed APIs and informers: every typed call builds a
+ * new undici Agent (a new TLS connection per request), lists are not paged,
+ * the typed deserializer copies every Secret's data into model objects, and
+ * the informer stops for good on a non-410 error (see ADR 0007). Raw JSON
+ * keeps a Secret's payload alive only until the reducer has digested it.
+ */
+import { KubeConfig, RequestContext, HttpMethod } from '@kubernetes/client-node';
+import { StringDecoder } from 'node:string_decoder';
+import { getGlobalDispatcher, type Dispatcher } from 'undici';
+import { KubeApiError, KubeConfigError, KubeTransportError } from './errors.ts';
+
+/** A limiter every request waits on before it is sent (the client-side QPS). */
+export interface RequestLimiter {
+  take(signal?: AbortSignal): Promise<void>;
+}
+
+/** Options of one request. */
+export interface RequestOptions {
+  readonly query?: Readonly<Record<string, string | number | boolean | undefined>>;
+  /** A JSON-serialisable body. */
+  readonly body?: unknown;
+  /** The body's media type; required with a PATCH (an implicit one is how patches go wrong). */
+  readonly contentType?: string;
+  readonly signal?: AbortSignal;
+}
+
+/** A response line stream of a watch, ended by the server, an error, or `signal`. */
+export interface WatchStream {
+  readonly lines: AsyncIterable<string>;
+}
+
+/** Where requests go and who we are. */
+export interface KubeClient {
+  /** The API server URL, for logs. */
+  readonly server: string;
+  /** Sends a request and decodes the JSON answer; throws KubeApiError (status ≥ 400) or KubeTransportError. */
+  request<T = unknown>(method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE', path: string, options?: RequestOptions): Promise<T>;
+  /** Opens a watch (`?watch=1` is added) and yields its lines as they arrive. */
+  watch(path: string, query: Readonly<Record<string, string | number | boolean | undefined>>, signal: AbortSignal): Promise<WatchStream>;
+  /** Closes the connection pool. */
+  close(): Promise<void>;
+}
+
+/** How to find the cluster. */
+export interface KubeAccess {
+  /** A kubeconfig path; `undefined` means in-cluster. */
+  readonly kubeconfig: string | undefined;
+}
+
+/** Loads a kubeconfig or the in-cluster service account, failing fast instead of client-node's silent localhost fallback. */
+export function loadKubeConfig(access: KubeAccess): KubeConfig {
+  const config = new KubeConfig();
+  try {
+    if (access.kubeconfig !== undefined) config.loadFromFile(access.kubeconfig);
+    else config.loadFromCluster();
+  } catch (error) {
+    const where = access.kubeconfig === undefined ? 'the in-cluster service account' : `kubeconfig ${access.kubeconfig}`;
+    throw new KubeConfigError(`cannot load ${where}: ${(error as Error).message}`, { cause: error });
+  }
+  const cluster = config.getCurrentCluster();
+  if (cluster === null || cluster.server === '' || (access.kubeconfig === undefined && cluster.server.includes('undefined'))) {
+    throw new KubeConfigError(access.kubeconfig === undefined
+      ? 'not running in a cluster (KUBERNETES_SERVICE_HOST is unset) and no --kubeconfig / KUBECONFIG given'
+      : `kubeconfig ${access.kubeconfig} has no current cluster`);
+  }
+  return config;
+}
+
+/** Headers are re-derived at most this often, so rotated service-account tokens and exec credentials are picked up. */
+const HEADER_TTL_MS = 10_000;
+
+function queryString(query: Readonly<Record<string, string | number | boolean | undefined>> | undefined): string {
+  if (query === undefined) return '';
+  const params = new URLSearchParams();
+  for (const [key, value] of Object.entries(query)) if (value !== undefined) params.set(key, String(value));
+  const text = params.toString();
+  return text === '' ? '' : `?${text}`;
+}
+
+/** Reads a `Status` body's reason and message without trusting its shape. */
+function describeStatus(text: string): { reason: string; message: string } {
+  try {
+    const body = JSON.parse(text) as { reason?: unknown; message?: unknown };
+    return {
+      reason: typeof body.reason === 'string' ? body.reason : '',
+      message: typeof body.message === 'string' ? body.message : '',
+    };
+  } catch {
+    return { reason: '', message: text.slice(0, 200) };
+  }
+}
+
+/**
+ * Builds a client for a loaded KubeConfig. Every request first waits on
+ * `limiter` (the client-side QPS), so one Secret used by 500 workloads cannot
+ * flood the API server.
+ */
+export function createKubeClient(config: KubeConfig, limiter: RequestLimiter): KubeClient {
+  const cluster = config.getCurrentCluster();
+  if (cluster === null) throw new KubeConfigError('the kubeconfig has no current cluster');
+  const server = cluster.server.replace(/\/+$/, '');
+  const origin = new URL(server).origin;
+  const basePath = new URL(server).pathname.replace(/\/+$/, '');
+  let dispatcher: Dispatcher | undefined;
+  let headers: Record<string, string> | undefined;
+  let headersAt = 0;
+
+  async function authHeaders(now: number, force: boolean): Promise<Record<string, string>> {
+    if (headers !== undefined && !force && now - headersAt < HEADER_TTL_MS) return headers;
+    const context = new RequestContext(server, HttpMethod.GET);
+    await config.applySecurityAuthentication(context);
+    // client-node makes a fresh Agent on every call; keep the first one so connections are reused.
+    dispatcher ??= (context.getDispatcher() as Dispatcher | undefined) ?? getGlobalDispatcher();
+    headers = { ...context.getHeaders() };
+    headersAt = now;
+    return headers;
+  }
+
+  async function send(method: string, path: string, options: RequestOptions, extraQuery = ''): Promise<Dispatcher.ResponseData> {
+    await limiter.take(options.signal);
+    let retriedAuth = false;
+    for (;;) {
+      const auth = await authHeaders(Date.now(), retriedAuth);
+      const requestHeaders: Record<string, string> = { ...auth, accept: 'application/json' };
+      let body: string | undefined;
+      if (options.body !== undefined) {
+        body = JSON.stringify(options.body);
+        requestHeaders['content-type'] = options.contentType ?? 'application/json';
+      }
+      let response: Dispatcher.ResponseData;
+      try {
+        response = await (dispatcher as Dispatcher).request({
+          origin,
+          path: `${basePath}${path}${queryString(options.query)}${extraQuery}`,
+          method: method as Dispatcher.HttpMethod,
+          headers: requestHeaders,
+          ...(body === undefined ? {} : { body }),
+          ...(options.signal === undefined ? {} : { signal: options.signal }),
+        });
+      } catch (error) {
+        throw new KubeTransportError(method, path, { cause: error });
+      }
+      // A rotated token: derive the headers once more before giving up.
+      if (response.statusCode === 401 && !retriedAuth) {
+        await response.body.dump();
+        retriedAuth = true;
+        continue;
+      }
+      if (response.statusCode >= 400) {
+        const text = await response.body.text().catch(() => '');
+        const { reason, message } = describeStatus(text);
+        throw new KubeApiError(method, path, response.statusCode, reason, message);
+      }
+      return response;
+    }
+  }
+
+  return {
+    server,
+    async request<T>(method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE', path: string, options: RequestOptions = {}): Promise<T> {
+      if (method === 'PATCH' && options.contentType === undefined) {
+        throw new TypeError(`PATCH ${path} needs an explicit content type`);
+      }
+      const response = await send(method, path, options);
+      const text = await response.body.text();
+      return (text === '' ? undefined : JSON.parse(text)) as T;
+    },
+    async watch(path, query, signal) {
+      const response = await send('GET', path, { query, signal }, `${queryString(query) === '' ? '?' : '&'}watch=1`);
+      return { lines: splitLines(response.body, signal) };
+    },
+    async close() {
+      if (dispatcher !== undefined && dispatcher !== getGlobalDispatcher()) await dispatcher.close();
+    },
+  };
+}
+
+/**
+ * Splits a watch body into lines. Each line is one JSON event, which can be
+ * large (a 1 MiB Secret), so chunks are joined only until their newline.
+ */
+async function* splitLines(body: AsyncIterable<Buffer | string>, signal: AbortSignal): AsyncIterable<string> {
+  let pending = '';
+  // A multi-byte character can straddle two chunks.
+  const decoder = new StringDecoder('utf8');
+  try {
+    for await (const chunk of body) {
+      if (signal.aborted) return;
+      pending += typeof chunk === 'string' ? chunk : decoder.write(chunk);
+      let newline = pending.indexOf('\n');
+      while (newline !== -1) {
+        const line = pending.slice(0, newline);
+        pending = pending.slice(newline + 1);
+        if (line !== '') yield line;
+        newline = pending.indexOf('\n');
+      }
+    }
+  } catch (error) {
+    if (signal.aborted) return;
+    throw error;
+  }
+  pending += decoder.end();
+  if (pending !== '') yield pending;
+}

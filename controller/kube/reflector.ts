@@ -1,0 +1,363 @@
+/**
+ * List-then-watch of one collection into a store of reduced summaries — the
+ * client-go Reflector, with the lifecycle owned here rather than by
+ * client-node's informer (which stops for good on a non-410 error, resolves
+ * `start()` even when the list failed, and sends no bookmarks):
+ *
+ * - the list is paged (`limit`/`continue`), and each page is reduced and
+ *   dropped before the next is fetched, so a namespace of 64 KiB Secrets costs
+ *   no more memory than one of 1 KiB Secrets;
+ * - 410 Gone (on the watch, or on an expired continue token) → relist;
+ * - any other error, a 404 for an API that is not installed (yet), or a
+ *   stream that says nothing for `silenceMs` → backoff, then watch again from
+ *   the last resourceVersion;
+ * - bookmarks keep the resourceVersion fresh in quiet collections;
+ * - a periodic relist is the backstop for anything a watch could have missed;
+ * - `synced` turns true after the first complete list (or the first 404 of an
+ *   absent API: known to be empty), never before.
+ *
+ * Handlers get (previous, next) summaries and must only enqueue: a handler that
+ * throws is logged and the loop goes on.
+ */
+import type { Logger } from 'pino';
+import type { Clock } from '../clock.ts';
+import type { KubeClient } from './client.ts';
+import { KubeApiError, isGone, isNotFound } from './errors.ts';
+
+/** What a reflector lists and watches, and how it reduces objects. */
+export interface ReflectorSpec<S> {
+  /** For logs: `secrets`, `deployments in prod`, … */
+  readonly name: string;
+  /** The collection path, e.g. `/api/v1/secrets` or `/apis/apps/v1/namespaces/prod/deployments`. */
+  readonly path: string;
+  readonly labelSelector?: string | undefined;
+  readonly fieldSelector?: string | undefined;
+  /** Page size of lists. */
+  readonly pageSize: number;
+  /**
+   * Cuts a raw object down to its summary, given the summary it replaces.
+   * `undefined` drops the object (out of scope). Must keep no reference into
+   * `raw`: the raw object, and with it any Secret payload, dies here.
+   */
+  reduce(raw: unknown, previous: S | undefined): S | undefined;
+}
+
+/** Timing of the lifecycle. */
+export interface ReflectorTiming {
+  /** A watch that delivers nothing (not even a bookmark) this long is restarted. */
+  readonly silenceMs: number;
+  /** Full relist period (the backstop). */
+  readonly resyncMs: number;
+  readonly backoffBaseMs: number;
+  readonly backoffMaxMs: number;
+}
+
+/** Called for every change of the store, after the store was updated. */
+export type ChangeHandler<S> = (key: string, previous: S | undefined, next: S | undefined) => void;
+
+/** Counters for metrics and tests. */
+export interface ReflectorStats {
+  lists: number;
+  watches: number;
+  errors: number;
+}
+
+/** The `namespace/name` key of a raw object. */
+export function objectKey(raw: unknown): string {
+  const metadata = (raw as { metadata?: { namespace?: unknown; name?: unknown } } | null)?.metadata;
+  const namespace = typeof metadata?.namespace === 'string' ? metadata.namespace : '';
+  const name = typeof metadata?.name === 'string' ? metadata.name : '';
+  return namespace === '' ? name : `${namespace}/${name}`;
+}
+
+function resourceVersionOf(raw: unknown): string {
+  const version = (raw as { metadata?: { resourceVersion?: unknown } } | null)?.metadata?.resourceVersion;
+  return typeof version === 'string' ? version : '';
+}
+
+interface ListPage {
+  readonly items?: unknown[];
+  readonly metadata?: { readonly resourceVersion?: string; readonly continue?: string };
+}
+
+interface WatchEvent {
+  readonly type?: string;
+  readonly object?: unknown;
+}
+
+/** Resolves after `ms`, or at once when `signal` aborts. */
+function sleep(clock: Clock, ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) {
+      resolve();
+      return;
+    }
+    const timer = clock.setTimer(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = (): void => {
+      timer.cancel();
+      resolve();
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/** One collection, listed and watched until `stop()`. */
+export class Reflector<S> {
+  readonly spec: ReflectorSpec<S>;
+  readonly stats: ReflectorStats = { lists: 0, watches: 0, errors: 0 };
+  readonly #store = new Map<string, S>();
+  readonly #client: KubeClient;
+  readonly #timing: ReflectorTiming;
+  readonly #clock: Clock;
+  readonly #log: Logger;
+  readonly #onChange: ChangeHandler<S>;
+  readonly #stopping = new AbortController();
+  #synced = false;
+  #absent = false;
+  #resourceVersion = '';
+  #lastActivity = 0;
+  #loop: Promise<void> | undefined;
+  readonly #syncWaiters: (() => void)[] = [];
+
+  constructor(spec: ReflectorSpec<S>, deps: { client: KubeClient; timing: ReflectorTiming; clock: Clock; log: Logger; onChange: ChangeHandler<S> }) {
+    this.spec = spec;
+    this.#client = deps.client;
+    this.#timing = deps.timing;
+    this.#clock = deps.clock;
+    this.#log = deps.log.child({ reflector: spec.name });
+    this.#onChange = deps.onChange;
+  }
+
+  /** The reduced objects by `namespace/name`. */
+  get store(): ReadonlyMap<string, S> {
+    return this.#store;
+  }
+
+  /** True after the first complete list (or after learning that the API is not installed). */
+  get synced(): boolean {
+    return this.#synced;
+  }
+
+  /** True while the API server says the resource does not exist (a CRD not installed). */
+  get absent(): boolean {
+    return this.#absent;
+  }
+
+  /** Epoch ms of the last list page or watch line received (for liveness). */
+  get lastActivity(): number {
+    return this.#lastActivity;
+  }
+
+  /** Starts the loop; idempotent. */
+  start(): void {
+    this.#loop ??= this.#run().catch((error: unknown) => {
+      // #run handles its own errors; reaching here is a bug, and it must be loud.
+      this.#log.fatal({ err: error }, 'reflector loop crashed');
+    });
+  }
+
+  /** Resolves once synced, or when stopped. */
+  whenSynced(): Promise<void> {
+    if (this.#synced || this.#stopping.signal.aborted) return Promise.resolve();
+    return new Promise((resolve) => this.#syncWaiters.push(resolve));
+  }
+
+  /** Stops the loop and resolves when it has ended. */
+  async stop(): Promise<void> {
+    this.#stopping.abort();
+    this.#markSynced(false);
+    await this.#loop;
+  }
+
+  #markSynced(value: boolean): void {
+    if (value) this.#synced = true;
+    for (const resolve of this.#syncWaiters.splice(0)) resolve();
+  }
+
+  #emit(key: string, previous: S | undefined, next: S | undefined): void {
+    try {
+      this.#onChange(key, previous, next);
+    } catch (error) {
+      this.#log.error({ err: error, key }, 'change handler threw; the store is updated and the watch goes on');
+    }
+  }
+
+  #upsert(raw: unknown): void {
+    const key = objectKey(raw);
+    const previous = this.#store.get(key);
+    const next = this.spec.reduce(raw, previous);
+    if (next === undefined) {
+      if (previous !== undefined) {
+        this.#store.delete(key);
+        this.#emit(key, previous, undefined);
+      }
+      return;
+    }
+    this.#store.set(key, next);
+    this.#emit(key, previous, next);
+  }
+
+  #remove(raw: unknown): void {
+    const key = objectKey(raw);
+    const previous = this.#store.get(key);
+    if (previous === undefined) return;
+    this.#store.delete(key);
+    this.#emit(key, previous, undefined);
+  }
+
+  async #run(): Promise<void> {
+    const signal = this.#stopping.signal;
+    let failures = 0;
+    let nextResync = this.#clock.now() + this.#timing.resyncMs;
+    while (!signal.aborted) {
+      try {
+        if (this.#resourceVersion === '' || this.#clock.now() >= nextResync) {
+          await this.#list(signal);
+          nextResync = this.#clock.now() + this.#timing.resyncMs;
+          this.#absent = false;
+          this.#markSynced(true);
+        }
+        const received = await this.#watch(signal, nextResync);
+        if (received) failures = 0;
+      } catch (error) {
+        if (signal.aborted) break;
+        if (isGone(error)) {
+          this.#log.debug('resourceVersion expired (410); relisting');
+          this.#resourceVersion = '';
+          continue;
+        }
+        this.stats.errors++;
+        failures++;
+        if (isNotFound(error) && this.#resourceVersion === '') {
+          // The API is not installed (yet): an empty collection, checked again after a backoff.
+          if (!this.#absent) this.#log.info('the API is not installed; checking again periodically');
+          this.#absent = true;
+          for (const [key, previous] of [...this.#store]) {
+            this.#store.delete(key);
+            this.#emit(key, previous, undefined);
+          }
+          this.#markSynced(true);
+        } else {
+          this.#log.warn({ err: error, attempt: failures }, 'list/watch failed; retrying after a backoff');
+        }
+        const delay = Math.min(this.#timing.backoffMaxMs, this.#timing.backoffBaseMs * 2 ** Math.min(failures - 1, 20));
+        await sleep(this.#clock, delay, signal);
+      }
+    }
+  }
+
+  #query(extra: Record<string, string | number | boolean | undefined>): Record<string, string | number | boolean | undefined> {
+    return { labelSelector: this.spec.labelSelector, fieldSelector: this.spec.fieldSelector, ...extra };
+  }
+
+  /** A full paged list, reconciled against the store: vanished objects are deleted, changed ones updated. */
+  async #list(signal: AbortSignal): Promise<void> {
+    this.stats.lists++;
+    const seen = new Set<string>();
+    let continueToken: string | undefined;
+    let resourceVersion = '';
+    do {
+      const page = await this.#client.request<ListPage>('GET', this.spec.path, {
+        query: this.#query({ limit: this.spec.pageSize, continue: continueToken }),
+        signal,
+      });
+      this.#lastActivity = this.#clock.now();
+      for (const raw of page.items ?? []) {
+        const key = objectKey(raw);
+        seen.add(key);
+        const previous = this.#store.get(key);
+        // Unchanged since we last saw it: no need to reduce (and digest) it again.
+        if (previous !== undefined && resourceVersionOf(raw) !== '' && this.#resourceVersionOfSummary(previous) === resourceVersionOf(raw)) continue;
+        this.#upsert(raw);
+      }
+      continueToken = page.metadata?.continue || undefined;
+      resourceVersion = page.metadata?.resourceVersion ?? '';
+    } while (continueToken !== undefined && !signal.aborted);
+    for (const [key, previous] of [...this.#store]) {
+      if (seen.has(key)) continue;
+      this.#store.delete(key);
+      this.#emit(key, previous, undefined);
+    }
+    this.#resourceVersion = resourceVersion;
+  }
+
+  #resourceVersionOfSummary(summary: S): string {
+    const version = (summary as { resourceVersion?: unknown }).resourceVersion;
+    return typeof version === 'string' ? version : '';
+  }
+
+  /**
+   * Watches from the stored resourceVersion until the server closes the
+   * stream, the stream goes silent, or the resync is due. Returns whether any
+   * event arrived (a healthy watch resets the backoff).
+   */
+  async #watch(signal: AbortSignal, resyncAt: number): Promise<boolean> {
+    this.stats.watches++;
+    const stream = new AbortController();
+    const abortStream = (): void => stream.abort();
+    signal.addEventListener('abort', abortStream, { once: true });
+    let silence = this.#clock.setTimer(() => stream.abort(), this.#timing.silenceMs);
+    const untilResync = Math.max(1, Math.ceil((resyncAt - this.#clock.now()) / 1000));
+    // The server ends the watch cleanly before both the resync and the silence bound.
+    const timeoutSeconds = Math.max(1, Math.min(untilResync, Math.floor(this.#timing.silenceMs / 1000) - 1, 300 + Math.floor(Math.random() * 60)));
+    let received = false;
+    try {
+      const { lines } = await this.#client.watch(this.spec.path, this.#query({
+        resourceVersion: this.#resourceVersion,
+        allowWatchBookmarks: true,
+        timeoutSeconds,
+      }), stream.signal);
+      for await (const line of lines) {
+        silence.cancel();
+        silence = this.#clock.setTimer(() => stream.abort(), this.#timing.silenceMs);
+        this.#lastActivity = this.#clock.now();
+        let event: WatchEvent;
+        try {
+          event = JSON.parse(line) as WatchEvent;
+        } catch (error) {
+          throw new Error(`a watch line of ${this.spec.name} is not JSON`, { cause: error });
+        }
+        received = true;
+        this.#apply(event);
+      }
+      if (stream.signal.aborted && !signal.aborted) this.#log.debug('watch was silent too long; watching again');
+    } catch (error) {
+      if (stream.signal.aborted && !signal.aborted && !(error instanceof KubeApiError)) {
+        this.#log.debug('watch was silent too long; watching again');
+        return received;
+      }
+      throw error;
+    } finally {
+      silence.cancel();
+      signal.removeEventListener('abort', abortStream);
+      stream.abort();
+    }
+    return received;
+  }
+
+  #apply(event: WatchEvent): void {
+    switch (event.type) {
+      case 'ADDED':
+      case 'MODIFIED':
+        this.#upsert(event.object);
+        break;
+      case 'DELETED':
+        this.#remove(event.object);
+        break;
+      case 'BOOKMARK':
+        break;
+      case 'ERROR': {
+        const status = event.object as { code?: unknown; reason?: unknown; message?: unknown } | undefined;
+        const code = typeof status?.code === 'number' ? status.code : 500;
+        throw new KubeApiError('WATCH', this.spec.path, code, typeof status?.reason === 'string' ? status.reason : '', typeof status?.message === 'string' ? status.message : '');
+      }
+      default:
+        throw new Error(`unknown watch event type ${String(event.type)} from ${this.spec.name}`);
+    }
+    const version = resourceVersionOf(event.object);
+    if (version !== '') this.#resourceVersion = version;
+  }
+}
