@@ -405,7 +405,7 @@ export function parseControllerConfig(argv: readonly string[], env: Env): Contro
   const overlap = ignoreNamespaces.filter((name) => namespaces?.includes(name));
   if (overlap.length > 0) {
     throw new UsageError(
-      `${overlap.map((name) => JSON.stringify(name)).join(', ')} ${overlap.length === 1 ? 'is' : 'are'} in both --namespaces (from ${provenance['namespaces']}) and --ignore-namespaces (from ${provenance['ignore-namespaces']}): a namespace is either watched or ignored`,
+      `${overlap.map((name) => quote(name)).join(', ')} ${overlap.length === 1 ? 'is' : 'are'} in both --namespaces (from ${provenance['namespaces']}) and --ignore-namespaces (from ${provenance['ignore-namespaces']}): a namespace is either watched or ignored`,
     );
   }
 
@@ -455,7 +455,7 @@ function parseArgv(argv: readonly string[]): Cli {
       continue;
     }
     if (!arg.startsWith('--')) {
-      throw new UsageError(`unexpected argument ${JSON.stringify(arg)}: driftless controller takes only flags (see driftless controller --help)`);
+      throw new UsageError(`unexpected argument ${quote(arg)}: driftless controller takes only flags (see driftless controller --help)`);
     }
     const equals = arg.indexOf('=');
     const name = arg.slice(2, equals === -1 ? undefined : equals);
@@ -481,10 +481,14 @@ function parseArgv(argv: readonly string[]): Cli {
 // ---------------------------------------------------------------------------
 // converters: each names the flag, the source of a bad value, and what is allowed
 
+/** Quotes a piece of a value for a message, cut short: a message is for finding the typo, not for echoing input. */
+function quote(text: string): string {
+  return JSON.stringify(text.length > 120 ? `${text.slice(0, 120)}…` : text);
+}
+
 function invalid(given: Given, spec: ControllerFlagSpec, problem?: string): UsageError {
-  const shown = given.text.length > 120 ? `${given.text.slice(0, 120)}…` : given.text;
   const source = given.from === `flag ${spec.flag}` ? '' : ` (from ${given.from})`;
-  return new UsageError(`invalid value ${JSON.stringify(shown)} for ${spec.flag}${source}: ${problem === undefined ? '' : `${problem}; `}expected ${allowedText(spec)}`);
+  return new UsageError(`invalid value ${quote(given.text)} for ${spec.flag}${source}: ${problem === undefined ? '' : `${problem}; `}expected ${allowedText(spec)}`);
 }
 
 function asPath(given: Given): string {
@@ -536,7 +540,7 @@ function asNamespaceList(given: Given, spec: ControllerFlagSpec): readonly strin
   const names = given.text.split(',').map((item) => item.trim()).filter((item) => item !== '');
   if (names.length === 0) throw invalid(given, spec, 'no namespace named');
   for (const name of names) {
-    if (name.length > 63 || !DNS1123_LABEL.test(name)) throw invalid(given, spec, `${JSON.stringify(name)} is not a namespace name`);
+    if (name.length > 63 || !DNS1123_LABEL.test(name)) throw invalid(given, spec, `${quote(name)} is not a namespace name`);
   }
   return [...new Set(names)].sort();
 }
@@ -611,7 +615,7 @@ function parseLabelSelector(text: string): LabelSelector | string {
     const which = parts.length === 1 ? 'the requirement' : `requirement ${index + 1}`;
     if (part === '') return `${which} is empty (a leading, trailing or doubled comma)`;
     const requirement = parseRequirement(part);
-    if (typeof requirement === 'string') return `${which} ${JSON.stringify(part)}: ${requirement}`;
+    if (typeof requirement === 'string') return `${which} ${quote(part)}: ${requirement}`;
     requirements.push(requirement);
   }
   return { text: requirements.map(requirementText).join(','), requirements };
@@ -661,7 +665,7 @@ function withKey(key: string, operator: LabelRequirement['operator'], values: re
   if (problem !== undefined) return problem;
   for (const value of values) {
     if (value !== '' && (value.length > 63 || !LABEL_NAME.test(value))) {
-      return `${JSON.stringify(value)} is not a label value (at most 63 letters, digits, "-", "_" or ".", starting and ending with a letter or digit)`;
+      return `${quote(value)} is not a label value (at most 63 letters, digits, "-", "_" or ".", starting and ending with a letter or digit)`;
     }
   }
   return { key, operator, values };
@@ -672,11 +676,11 @@ function labelKeyProblem(key: string): string | undefined {
   const prefix = slash === -1 ? undefined : key.slice(0, slash);
   const name = slash === -1 ? key : key.slice(slash + 1);
   if (prefix !== undefined && (prefix === '' || prefix.length > 253 || !DNS1123_SUBDOMAIN.test(prefix))) {
-    return `${JSON.stringify(key)} is not a label key: its prefix must be a lower-case DNS subdomain`;
+    return `${quote(key)} is not a label key: its prefix must be a lower-case DNS subdomain`;
   }
   if (name.length > 63 || !LABEL_NAME.test(name)) {
     const hint = name.includes(':') ? ' (Reloader\'s legacy "key:value" is written key=value here)' : '';
-    return `${JSON.stringify(key)} is not a label key: its name must be at most 63 letters, digits, "-", "_" or ".", starting and ending with a letter or digit${hint}`;
+    return `${quote(key)} is not a label key: its name must be at most 63 letters, digits, "-", "_" or ".", starting and ending with a letter or digit${hint}`;
   }
   return undefined;
 }
