@@ -1,0 +1,747 @@
+/**
+ * Turns `driftless controller [flags]` and the environment into one frozen,
+ * validated `ControllerConfig`. This is the only place that reads either;
+ * everything downstream takes the config.
+ *
+ * One table, `CONTROLLER_FLAGS`, drives parsing and `--help`, so the help text
+ * cannot drift from the parser. Where a value comes from, first match wins:
+ *   1. the flag (`--name value` or `--name=value`);
+ *   2. the environment variables of its row, in order (`DRIFTLESS_<NAME>`, and
+ *      for `kubeconfig` also kubectl's `KUBECONFIG`); an empty value counts as unset,
+ *      as manifests often render `value: ""`;
+ *   3. the row's default.
+ * A config field is the flag name in camelCase (`--max-concurrent-restarts` → `maxConcurrentRestarts`).
+ *
+ * Values are validated here, not where they are used, so a bad value fails at
+ * start with a UsageError (exit 2) naming the flag or environment variable,
+ * never an hour later in a watch. Files are not read here: the hash key is
+ * read by main, and no message ever quotes a file's content.
+ */
+import path from 'node:path';
+import type { PolicyMode } from '../core/model.ts';
+import { UsageError } from '../plugin/errors.ts';
+import { parseGoDuration } from '../plugin/go-duration.ts';
+import { envName } from '../plugin/parameters.ts';
+import type { RestartStrategy } from './model.ts';
+
+// ---------------------------------------------------------------------------
+// the configuration
+
+/** A duration flag: milliseconds for timers, and the text as written for messages (`2s`, `1m30s`). */
+export interface DurationSetting {
+  readonly ms: number;
+  readonly text: string;
+}
+
+/** Argo CD's `application.resourceTrackingMethod`. */
+export type TrackingMethod = (typeof TRACKING_METHODS)[number];
+
+/** The log levels the controller's logger accepts. */
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/**
+ * A label-selector requirement, as Kubernetes parses one: `key` (Exists), `!key`
+ * (DoesNotExist), `key=value` / `key==value` (Equals), `key!=value` (NotEquals,
+ * which also matches objects without the label), `key in (a,b)`, `key notin (a,b)`.
+ */
+export interface LabelRequirement {
+  readonly key: string;
+  readonly operator: 'Exists' | 'DoesNotExist' | 'Equals' | 'NotEquals' | 'In' | 'NotIn';
+  /** `[]` for Exists/DoesNotExist, one value for Equals/NotEquals, sorted and unique for In/NotIn. */
+  readonly values: readonly string[];
+}
+
+/** A validated label selector. */
+export interface LabelSelector {
+  /** The canonical text, for the API's `labelSelector` parameter and for logs. */
+  readonly text: string;
+  /** Every requirement must hold (Kubernetes ANDs them). */
+  readonly requirements: readonly LabelRequirement[];
+}
+
+/** Where one flag's value came from, for messages: `flag --workers`, `DRIFTLESS_WORKERS`, `KUBECONFIG`, `default`. */
+export type Provenance = string;
+
+/** Everything `driftless controller` needs, parsed once. Deeply frozen. */
+export interface ControllerConfig {
+  readonly command: 'run';
+  /**
+   * Kubeconfig files to load, merged in order as kubectl does (`KUBECONFIG`
+   * may list several, separated by `path.delimiter`); `[]` = in-cluster config.
+   * Paths as given: relative ones resolve against the working directory.
+   */
+  readonly kubeconfig: readonly string[];
+  /**
+   * Only these namespaces, sorted and unique; `undefined` = all namespaces.
+   * With a list, only namespaced list/watch calls are made, so a namespaced Role suffices.
+   */
+  readonly namespaces: readonly string[] | undefined;
+  /** Only namespaces whose labels match; `undefined` = no filter. */
+  readonly namespaceSelector: LabelSelector | undefined;
+  /** Namespaces never acted on, sorted and unique; `[]` = none. Disjoint from `namespaces`. */
+  readonly ignoreNamespaces: readonly string[];
+  /** Only ConfigMaps and Secrets whose labels match are considered; `undefined` = all. */
+  readonly resourceLabelSelector: LabelSelector | undefined;
+  /** Which workloads are eligible, with the plugin's meaning. */
+  readonly mode: PolicyMode;
+  /** The HMAC key file for config digests, as given; `undefined` = plain SHA-256. Read by main, never here. */
+  readonly hashKeyFile: string | undefined;
+  /** The strategy of workloads without `driftless.dev/restart-strategy`. */
+  readonly restartStrategy: RestartStrategy;
+  /** Changes to one workload's configs within this window give one restart (0 = none). */
+  readonly debounce: DurationSetting;
+  /** Reconcile workers (concurrent workload keys). */
+  readonly workers: number;
+  /** Global cap on workloads restarting at once. */
+  readonly maxConcurrentRestarts: number;
+  /** Client-side rate limit on every API request: sustained requests per second. */
+  readonly kubeQps: number;
+  /** Client-side rate limit: burst size. */
+  readonly kubeBurst: number;
+  /** Periodic relist, a backstop for missed watch events. */
+  readonly resyncPeriod: DurationSetting;
+  /** A watch that delivers nothing, not even a bookmark, for this long is restarted. */
+  readonly watchSilenceTimeout: DurationSetting;
+  /** A restart blocked (PodDisruptionBudget, 429) longer than this gets a Warning Event. */
+  readonly evictionBlockedWarning: DurationSetting;
+  /** How often restarts in progress are rechecked. */
+  readonly restartCheckInterval: DurationSetting;
+  /** How Argo CD tracks its objects, to tell in-band configs from out-of-band ones. */
+  readonly argocdTrackingMethod: TrackingMethod;
+  /** The label key of Argo CD's label tracking (`application.instanceLabelKey`). */
+  readonly argocdTrackingLabel: string;
+  readonly logLevel: LogLevel;
+  /** Page size of ConfigMap and Secret lists (`limit`), so a list never holds a namespace's payload at once. */
+  readonly listPageSize: number;
+  /** For each flag name, where its value came from. */
+  readonly provenance: Readonly<Record<string, Provenance>>;
+}
+
+/** `--help` / `-h`: print `controllerUsageText()`; nothing else was read. */
+export interface ControllerHelp {
+  readonly command: 'help';
+}
+
+// ---------------------------------------------------------------------------
+// the flag table
+
+/** How a flag's value is read and validated. */
+export type ControllerFlagType =
+  /** A file path, as given. */
+  | 'path'
+  /** Comma-separated namespace names (DNS-1123 labels); empty items are dropped. */
+  | 'namespace-list'
+  /** A Kubernetes label selector. */
+  | 'label-selector'
+  /** A Kubernetes label key (`[prefix/]name`). */
+  | 'label-key'
+  | 'enum'
+  /** A Go duration (`2s`, `5m`, `1m30s`), as the plugin's timeout. */
+  | 'duration'
+  /** A whole number in decimal digits. */
+  | 'integer'
+  /** A decimal number (`20`, `7.5`). */
+  | 'number';
+
+/** Inclusive bounds, except `min` when `minExclusive` (e.g. a rate `> 0`). Durations are bounded in milliseconds. */
+export interface FlagRange {
+  readonly min: number;
+  readonly minExclusive?: boolean;
+  readonly max?: number;
+}
+
+/** One row of the flag table. */
+export interface ControllerFlagSpec {
+  /** The flag without dashes; also the provenance key. */
+  readonly name: string;
+  /** `--<name>`. */
+  readonly flag: string;
+  /** Environment variables read when the flag is not given, in order: `DRIFTLESS_<NAME>` first. */
+  readonly env: readonly string[];
+  readonly type: ControllerFlagType;
+  /** The allowed values of an `enum`. */
+  readonly values?: readonly string[];
+  /** Bounds of an `integer`, `number` or `duration`. */
+  readonly range?: FlagRange;
+  /** The default as a flag value would be written; `''` = none (the field is undefined, or derived, see `defaultText`). */
+  readonly default: string;
+  /** What `--help` shows as the default when `default` is `''`. */
+  readonly defaultText?: string;
+  /** One line for `--help`. */
+  readonly description: string;
+}
+
+/** The most a timer can wait in Node (2^31 - 1 ms); longer durations are capped well below it. */
+const MAX_DURATION_MS = 24 * 3_600_000;
+const MAX_DURATION_TEXT = '24h';
+
+/** Argo CD's tracking methods, in its documentation's order. */
+export const TRACKING_METHODS = Object.freeze(['annotation', 'label', 'annotation+label'] as const);
+
+/** The log levels, most verbose first. */
+export const LOG_LEVELS = Object.freeze(['trace', 'debug', 'info', 'warn', 'error'] as const);
+
+const RESTART_STRATEGIES = Object.freeze(['evict', 'rollout', 'none'] as const satisfies readonly RestartStrategy[]);
+const MODES = Object.freeze(['annotated', 'all'] as const satisfies readonly PolicyMode[]);
+
+function flag(spec: Omit<ControllerFlagSpec, 'flag' | 'env'> & { readonly extraEnv?: readonly string[] }): ControllerFlagSpec {
+  const { extraEnv = [], ...rest } = spec;
+  return Object.freeze({ ...rest, flag: `--${spec.name}`, env: Object.freeze([`DRIFTLESS_${envName(spec.name)}`, ...extraEnv]) });
+}
+
+const positiveDuration: FlagRange = Object.freeze({ min: 0, minExclusive: true, max: MAX_DURATION_MS });
+
+/** Every flag of `driftless controller`, in `--help` order. */
+export const CONTROLLER_FLAGS: readonly ControllerFlagSpec[] = Object.freeze([
+  flag({
+    name: 'kubeconfig',
+    extraEnv: ['KUBECONFIG'],
+    type: 'path',
+    default: '',
+    defaultText: 'KUBECONFIG, else in-cluster',
+    description:
+      'Kubeconfig file for API access. KUBECONFIG may list several files (merged as kubectl does); without either the in-cluster service account is used.',
+  }),
+  flag({
+    name: 'namespaces',
+    type: 'namespace-list',
+    default: '',
+    defaultText: 'all',
+    description:
+      'Comma-separated namespaces to watch. With a list only namespaced list/watch calls are made, so a namespaced Role per namespace suffices.',
+  }),
+  flag({
+    name: 'namespace-selector',
+    type: 'label-selector',
+    default: '',
+    defaultText: 'none',
+    description: 'Only act in namespaces whose labels match this label selector (e.g. "team=web,env notin (dev)").',
+  }),
+  flag({
+    name: 'ignore-namespaces',
+    type: 'namespace-list',
+    default: '',
+    defaultText: 'none',
+    description: 'Comma-separated namespaces never acted on (must not overlap --namespaces).',
+  }),
+  flag({
+    name: 'resource-label-selector',
+    type: 'label-selector',
+    default: '',
+    defaultText: 'none',
+    description: 'Only ConfigMaps and Secrets whose labels match this label selector are listed, watched and considered.',
+  }),
+  flag({
+    name: 'mode',
+    type: 'enum',
+    values: MODES,
+    default: 'annotated',
+    description:
+      'Which workloads are restarted, with the plugin\'s meaning: annotated (only those with Reloader annotations; a live restart is never a surprise) or all.',
+  }),
+  flag({
+    name: 'hash-key-file',
+    type: 'path',
+    default: '',
+    defaultText: 'none',
+    description: 'File whose bytes are the HMAC key of config digests, as the plugin\'s. Without one digests are plain SHA-256.',
+  }),
+  flag({
+    name: 'restart-strategy',
+    type: 'enum',
+    values: RESTART_STRATEGIES,
+    default: 'evict',
+    description:
+      'Restart strategy of workloads without a driftless.dev/restart-strategy annotation: evict (paced evictions, no spec change), rollout (a pod-template annotation), none.',
+  }),
+  flag({
+    name: 'debounce',
+    type: 'duration',
+    range: { min: 0, max: MAX_DURATION_MS },
+    default: '2s',
+    description: 'Changes to one workload\'s configs within this window give one restart (0 restarts at once).',
+  }),
+  flag({
+    name: 'workers',
+    type: 'integer',
+    range: { min: 1 },
+    default: '4',
+    description: 'Reconcile workers: how many workloads are decided on at once.',
+  }),
+  flag({
+    name: 'max-concurrent-restarts',
+    type: 'integer',
+    range: { min: 1 },
+    default: '10',
+    description: 'Global cap on workloads restarting at once, so one Secret used by many workloads cannot flood the cluster.',
+  }),
+  flag({
+    name: 'kube-qps',
+    type: 'number',
+    range: { min: 0, minExclusive: true },
+    default: '20',
+    description: 'Client-side rate limit on every API request: sustained requests per second.',
+  }),
+  flag({
+    name: 'kube-burst',
+    type: 'integer',
+    range: { min: 1 },
+    default: '40',
+    description: 'Client-side rate limit on every API request: requests allowed in a burst above --kube-qps.',
+  }),
+  flag({
+    name: 'resync-period',
+    type: 'duration',
+    range: positiveDuration,
+    default: '10m',
+    description: 'Periodic relist of every watched resource, a backstop for missed watch events.',
+  }),
+  flag({
+    name: 'watch-silence-timeout',
+    type: 'duration',
+    range: positiveDuration,
+    default: '5m',
+    description:
+      'A watch that delivers nothing, not even a bookmark, for this long is restarted (the API server sends bookmarks about every minute).',
+  }),
+  flag({
+    name: 'eviction-blocked-warning',
+    type: 'duration',
+    range: positiveDuration,
+    default: '5m',
+    description: 'A restart blocked by a PodDisruptionBudget (429) for longer than this gets a Warning Event.',
+  }),
+  flag({
+    name: 'restart-check-interval',
+    type: 'duration',
+    range: positiveDuration,
+    default: '5s',
+    description: 'How often restarts in progress are rechecked (replacement pods Ready, next eviction due).',
+  }),
+  flag({
+    name: 'argocd-tracking-method',
+    type: 'enum',
+    values: TRACKING_METHODS,
+    default: 'annotation',
+    description: "How Argo CD tracks resources, as its application.resourceTrackingMethod: tells configs Argo CD syncs from out-of-band ones.",
+  }),
+  flag({
+    name: 'argocd-tracking-label',
+    type: 'label-key',
+    default: 'app.kubernetes.io/instance',
+    description: "The label of Argo CD's label tracking, as its application.instanceLabelKey.",
+  }),
+  flag({
+    name: 'log-level',
+    type: 'enum',
+    values: LOG_LEVELS,
+    default: 'info',
+    description: 'Least severe level logged (JSON lines on stdout).',
+  }),
+  flag({
+    name: 'list-page-size',
+    type: 'integer',
+    range: { min: 1, max: 5000 },
+    default: '100',
+    description: 'ConfigMaps and Secrets are listed in pages of this many objects, so memory does not grow with a namespace\'s payload.',
+  }),
+]);
+
+/** Looks a flag up by name (without dashes). */
+export function findControllerFlag(name: string): ControllerFlagSpec | undefined {
+  return CONTROLLER_FLAGS.find((spec) => spec.name === name);
+}
+
+// ---------------------------------------------------------------------------
+// parsing
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+/** A value before typing, and where it came from. */
+interface Given {
+  readonly text: string;
+  readonly from: Provenance;
+}
+
+/**
+ * Parses the arguments after `driftless controller` and the environment.
+ * `--help` anywhere wins over everything else except a malformed command line.
+ * Throws UsageError naming the flag or environment variable, what is wrong and what is allowed.
+ */
+export function parseControllerConfig(argv: readonly string[], env: Env): ControllerConfig | ControllerHelp {
+  const cli = parseArgv(argv);
+  if (cli.help) return Object.freeze({ command: 'help' });
+
+  const provenance: Record<string, Provenance> = {};
+  const lookup = (name: string): { spec: ControllerFlagSpec; given: Given | undefined } => {
+    const spec = findControllerFlag(name);
+    if (spec === undefined) throw new Error(`internal: unknown controller flag ${name}`);
+    const fromFlag = cli.flags.get(name);
+    if (fromFlag !== undefined) return { spec, given: { text: fromFlag, from: `flag ${spec.flag}` } };
+    for (const variable of spec.env) {
+      const value = env[variable];
+      if (value !== undefined && value !== '') return { spec, given: { text: value, from: variable } };
+    }
+    return { spec, given: undefined };
+  };
+  /** A flag with a default: the default text goes through the same converter, so table and value cannot disagree. */
+  const read = <T>(name: string, convert: (given: Given, spec: ControllerFlagSpec) => T): T => {
+    const { spec, given } = lookup(name);
+    provenance[name] = given?.from ?? 'default';
+    if (spec.default === '') throw new Error(`internal: controller flag ${name} has no default`);
+    return convert(given ?? { text: spec.default, from: 'default' }, spec);
+  };
+  /** A flag without a default: `undefined` when not given. */
+  const readOptional = <T>(name: string, convert: (given: Given, spec: ControllerFlagSpec) => T): T | undefined => {
+    const { spec, given } = lookup(name);
+    provenance[name] = given?.from ?? 'default';
+    return given === undefined ? undefined : convert(given, spec);
+  };
+
+  const kubeconfig = readOptional('kubeconfig', asKubeconfig) ?? [];
+  const namespaces = readOptional('namespaces', asNamespaceList);
+  const namespaceSelector = readOptional('namespace-selector', asLabelSelector);
+  const ignoreNamespaces = readOptional('ignore-namespaces', asNamespaceList) ?? [];
+  const overlap = ignoreNamespaces.filter((name) => namespaces?.includes(name));
+  if (overlap.length > 0) {
+    throw new UsageError(
+      `${overlap.map((name) => quote(name)).join(', ')} ${overlap.length === 1 ? 'is' : 'are'} in both --namespaces (from ${provenance['namespaces']}) and --ignore-namespaces (from ${provenance['ignore-namespaces']}): a namespace is either watched or ignored`,
+    );
+  }
+
+  return deepFreeze({
+    command: 'run',
+    kubeconfig,
+    namespaces,
+    namespaceSelector,
+    ignoreNamespaces,
+    resourceLabelSelector: readOptional('resource-label-selector', asLabelSelector),
+    mode: read('mode', asEnum) as PolicyMode,
+    hashKeyFile: readOptional('hash-key-file', asPath),
+    restartStrategy: read('restart-strategy', asEnum) as RestartStrategy,
+    debounce: read('debounce', asDuration),
+    workers: read('workers', asInteger),
+    maxConcurrentRestarts: read('max-concurrent-restarts', asInteger),
+    kubeQps: read('kube-qps', asNumber),
+    kubeBurst: read('kube-burst', asInteger),
+    resyncPeriod: read('resync-period', asDuration),
+    watchSilenceTimeout: read('watch-silence-timeout', asDuration),
+    evictionBlockedWarning: read('eviction-blocked-warning', asDuration),
+    restartCheckInterval: read('restart-check-interval', asDuration),
+    argocdTrackingMethod: read('argocd-tracking-method', asEnum) as TrackingMethod,
+    argocdTrackingLabel: read('argocd-tracking-label', asLabelKey),
+    logLevel: read('log-level', asEnum) as LogLevel,
+    listPageSize: read('list-page-size', asInteger),
+    provenance,
+  } satisfies ControllerConfig);
+}
+
+// ---------------------------------------------------------------------------
+// argv
+
+interface Cli {
+  readonly help: boolean;
+  /** Flag name → value as given. */
+  readonly flags: ReadonlyMap<string, string>;
+}
+
+function parseArgv(argv: readonly string[]): Cli {
+  let help = false;
+  const flags = new Map<string, string>();
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] as string;
+    if (arg === '--help' || arg === '-h') {
+      help = true;
+      continue;
+    }
+    if (!arg.startsWith('--')) {
+      throw new UsageError(`unexpected argument ${quote(arg)}: driftless controller takes only flags (see driftless controller --help)`);
+    }
+    const equals = arg.indexOf('=');
+    const name = arg.slice(2, equals === -1 ? undefined : equals);
+    const spec = findControllerFlag(name);
+    if (spec === undefined) throw new UsageError(`unknown flag --${name} (see driftless controller --help)`);
+    let value: string;
+    if (equals !== -1) {
+      value = arg.slice(equals + 1);
+    } else {
+      const next = argv[i + 1];
+      if (next === undefined || (next.startsWith('--') && next.length > 2)) throw new UsageError(`${spec.flag} needs a value: ${allowedText(spec)}`);
+      value = next;
+      i++;
+    }
+    // Unlike an environment variable, an empty flag is never a rendering accident: say so rather than fall back.
+    if (value === '') throw new UsageError(`${spec.flag} needs a value: ${allowedText(spec)} (omit the flag for the default)`);
+    if (flags.has(name)) throw new UsageError(`${spec.flag} given twice`);
+    flags.set(name, value);
+  }
+  return { help, flags };
+}
+
+// ---------------------------------------------------------------------------
+// converters: each names the flag, the source of a bad value, and what is allowed
+
+/** Quotes a piece of a value for a message, cut short: a message is for finding the typo, not for echoing input. */
+function quote(text: string): string {
+  return JSON.stringify(text.length > 120 ? `${text.slice(0, 120)}…` : text);
+}
+
+function invalid(given: Given, spec: ControllerFlagSpec, problem?: string): UsageError {
+  const source = given.from === `flag ${spec.flag}` ? '' : ` (from ${given.from})`;
+  return new UsageError(`invalid value ${quote(given.text)} for ${spec.flag}${source}: ${problem === undefined ? '' : `${problem}; `}expected ${allowedText(spec)}`);
+}
+
+function asPath(given: Given): string {
+  return given.text;
+}
+
+/** The flag and `DRIFTLESS_KUBECONFIG` name one file (as kubectl's flag); `KUBECONFIG` is a list (as kubectl reads it). */
+function asKubeconfig(given: Given): readonly string[] {
+  if (given.from !== 'KUBECONFIG') return [given.text];
+  return given.text.split(path.delimiter).filter((file) => file !== '');
+}
+
+function asEnum(given: Given, spec: ControllerFlagSpec): string {
+  if (!(spec.values ?? []).includes(given.text)) throw invalid(given, spec);
+  return given.text;
+}
+
+const INTEGER = /^\d+$/;
+const DECIMAL = /^(\d+(\.\d*)?|\.\d+)$/;
+
+function asInteger(given: Given, spec: ControllerFlagSpec): number {
+  const value = INTEGER.test(given.text) ? Number(given.text) : Number.NaN;
+  if (!Number.isSafeInteger(value) || !inRange(value, spec)) throw invalid(given, spec);
+  return value;
+}
+
+function asNumber(given: Given, spec: ControllerFlagSpec): number {
+  const value = DECIMAL.test(given.text) ? Number(given.text) : Number.NaN;
+  if (!Number.isFinite(value) || !inRange(value, spec)) throw invalid(given, spec);
+  return value;
+}
+
+function asDuration(given: Given, spec: ControllerFlagSpec): DurationSetting {
+  const ms = parseGoDuration(given.text);
+  if (ms === undefined || !inRange(ms, spec)) throw invalid(given, spec);
+  return { ms, text: given.text };
+}
+
+function inRange(value: number, spec: ControllerFlagSpec): boolean {
+  const range = spec.range;
+  if (range === undefined) return true;
+  if (range.minExclusive === true ? value <= range.min : value < range.min) return false;
+  return range.max === undefined || value <= range.max;
+}
+
+const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+
+function asNamespaceList(given: Given, spec: ControllerFlagSpec): readonly string[] {
+  const names = given.text.split(',').map((item) => item.trim()).filter((item) => item !== '');
+  if (names.length === 0) throw invalid(given, spec, 'no namespace named');
+  for (const name of names) {
+    if (name.length > 63 || !DNS1123_LABEL.test(name)) throw invalid(given, spec, `${quote(name)} is not a namespace name`);
+  }
+  return [...new Set(names)].sort();
+}
+
+function asLabelKey(given: Given, spec: ControllerFlagSpec): string {
+  const problem = labelKeyProblem(given.text);
+  if (problem !== undefined) throw invalid(given, spec, problem);
+  return given.text;
+}
+
+function asLabelSelector(given: Given, spec: ControllerFlagSpec): LabelSelector {
+  const parsed = parseLabelSelector(given.text);
+  if (typeof parsed === 'string') throw invalid(given, spec, parsed);
+  return parsed;
+}
+
+/** What `--help` and every error say is allowed. */
+function allowedText(spec: ControllerFlagSpec): string {
+  switch (spec.type) {
+    case 'path':
+      return 'a file path';
+    case 'namespace-list':
+      return 'comma-separated namespace names (lower-case DNS-1123 labels, e.g. "web,payments")';
+    case 'label-selector':
+      return 'a label selector: comma-separated requirements, each key, !key, key=value, key!=value, key in (v1,v2) or key notin (v1,v2)';
+    case 'label-key':
+      return 'a label key such as app.kubernetes.io/instance ([DNS subdomain/]name, the name at most 63 characters)';
+    case 'enum':
+      return joinAlternatives(spec.values ?? []);
+    case 'duration':
+      return `a Go duration such as 5s, 2m or 1m30s, ${rangeText(spec.range, (ms) => (ms === MAX_DURATION_MS ? MAX_DURATION_TEXT : ms === 0 ? '0' : `${ms}ms`))}`;
+    case 'integer':
+      return `an integer ${rangeText(spec.range, String)}`;
+    case 'number':
+      return `a number ${rangeText(spec.range, String)}`;
+  }
+}
+
+function rangeText(range: FlagRange | undefined, show: (value: number) => string): string {
+  if (range === undefined) return '';
+  const lower = range.minExclusive === true ? `greater than ${show(range.min)}` : `of at least ${show(range.min)}`;
+  if (range.max === undefined) return lower;
+  if (range.minExclusive !== true) return `from ${show(range.min)} to ${show(range.max)}`;
+  return `${lower} and at most ${show(range.max)}`;
+}
+
+function joinAlternatives(values: readonly string[]): string {
+  if (values.length <= 1) return values.join('');
+  return `${values.slice(0, -1).join(', ')} or ${values.at(-1)}`;
+}
+
+// ---------------------------------------------------------------------------
+// label selectors, with the grammar of Kubernetes' labels.Parse (without its
+// rarely used `<` and `>`, which only compare integers)
+
+const LABEL_NAME = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;
+const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+/** Characters that end a key or value in Kubernetes' selector lexer. */
+const TOKEN = String.raw`[^\s!=(),<>]+`;
+const NOT_EXISTS = new RegExp(String.raw`^!\s*(${TOKEN})$`);
+const SET = new RegExp(String.raw`^(${TOKEN})\s+(in|notin)\s*\((.*)\)$`, 's');
+const EQUALITY = new RegExp(String.raw`^(${TOKEN})\s*(==|=|!=)\s*(${TOKEN})?$`);
+const EXISTS = new RegExp(String.raw`^(${TOKEN})$`);
+
+/** Returns the selector, or the problem with it as a phrase. */
+function parseLabelSelector(text: string): LabelSelector | string {
+  const parts = splitRequirements(text);
+  if (typeof parts === 'string') return parts;
+  const requirements: LabelRequirement[] = [];
+  for (const [index, raw] of parts.entries()) {
+    const part = raw.trim();
+    const which = parts.length === 1 ? 'the requirement' : `requirement ${index + 1}`;
+    if (part === '') return `${which} is empty (a leading, trailing or doubled comma)`;
+    const requirement = parseRequirement(part);
+    if (typeof requirement === 'string') return `${which} ${quote(part)}: ${requirement}`;
+    requirements.push(requirement);
+  }
+  return { text: requirements.map(requirementText).join(','), requirements };
+}
+
+/** Splits on the commas outside parentheses (those inside separate the values of in/notin). */
+function splitRequirements(text: string): string[] | string {
+  const parts: string[] = [];
+  let depth = 0;
+  let start = 0;
+  for (let i = 0; i < text.length; i++) {
+    const char = text[i];
+    if (char === '(') {
+      if (depth > 0) return 'nested parentheses';
+      depth++;
+    } else if (char === ')') {
+      if (depth === 0) return 'a ")" without "("';
+      depth--;
+    } else if (char === ',' && depth === 0) {
+      parts.push(text.slice(start, i));
+      start = i + 1;
+    }
+  }
+  if (depth > 0) return 'a "(" without ")"';
+  parts.push(text.slice(start));
+  return parts;
+}
+
+function parseRequirement(part: string): LabelRequirement | string {
+  let match = NOT_EXISTS.exec(part);
+  if (match !== null) return withKey(match[1] as string, 'DoesNotExist', []);
+  match = SET.exec(part);
+  if (match !== null) {
+    const values = [...new Set((match[3] as string).split(',').map((value) => value.trim()))].sort();
+    return withKey(match[1] as string, match[2] === 'in' ? 'In' : 'NotIn', values);
+  }
+  match = EQUALITY.exec(part);
+  if (match !== null) return withKey(match[1] as string, match[2] === '!=' ? 'NotEquals' : 'Equals', [match[3] ?? '']);
+  match = EXISTS.exec(part);
+  if (match !== null) return withKey(match[1] as string, 'Exists', []);
+  if (/[<>]/.test(part)) return '< and > are not supported';
+  return 'not a requirement';
+}
+
+function withKey(key: string, operator: LabelRequirement['operator'], values: readonly string[]): LabelRequirement | string {
+  const problem = labelKeyProblem(key);
+  if (problem !== undefined) return problem;
+  for (const value of values) {
+    if (value !== '' && (value.length > 63 || !LABEL_NAME.test(value))) {
+      return `${quote(value)} is not a label value (at most 63 letters, digits, "-", "_" or ".", starting and ending with a letter or digit)`;
+    }
+  }
+  return { key, operator, values };
+}
+
+function labelKeyProblem(key: string): string | undefined {
+  const slash = key.indexOf('/');
+  const prefix = slash === -1 ? undefined : key.slice(0, slash);
+  const name = slash === -1 ? key : key.slice(slash + 1);
+  if (prefix !== undefined && (prefix === '' || prefix.length > 253 || !DNS1123_SUBDOMAIN.test(prefix))) {
+    return `${quote(key)} is not a label key: its prefix must be a lower-case DNS subdomain`;
+  }
+  if (name.length > 63 || !LABEL_NAME.test(name)) {
+    const hint = name.includes(':') ? ' (Reloader\'s legacy "key:value" is written key=value here)' : '';
+    return `${quote(key)} is not a label key: its name must be at most 63 letters, digits, "-", "_" or ".", starting and ending with a letter or digit${hint}`;
+  }
+  return undefined;
+}
+
+function requirementText(requirement: LabelRequirement): string {
+  const { key, values } = requirement;
+  switch (requirement.operator) {
+    case 'Exists':
+      return key;
+    case 'DoesNotExist':
+      return `!${key}`;
+    case 'Equals':
+      return `${key}=${values[0] ?? ''}`;
+    case 'NotEquals':
+      return `${key}!=${values[0] ?? ''}`;
+    case 'In':
+      return `${key} in (${values.join(',')})`;
+    case 'NotIn':
+      return `${key} notin (${values.join(',')})`;
+  }
+}
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const inner of Object.values(value)) deepFreeze(inner);
+  }
+  return value;
+}
+
+// ---------------------------------------------------------------------------
+// --help
+
+const PLACEHOLDERS: Readonly<Record<ControllerFlagType, string>> = {
+  path: 'FILE',
+  'namespace-list': 'NS[,NS…]',
+  'label-selector': 'SELECTOR',
+  'label-key': 'KEY',
+  enum: '',
+  duration: 'DURATION',
+  integer: 'N',
+  number: 'N',
+};
+
+/** The `driftless controller --help` text, generated from CONTROLLER_FLAGS so it cannot drift from the parser. */
+export function controllerUsageText(): string {
+  const lines = [
+    'Usage:',
+    '  driftless controller [flags]   restart the workloads of config changes that never pass through Git,',
+    '                                 without writing anything Argo CD renders',
+    '  driftless controller --help',
+    '',
+    'Flags (flag > environment > default; --flag=value and --flag value both work; an empty environment value counts as unset):',
+  ];
+  for (const spec of CONTROLLER_FLAGS) {
+    const placeholder = spec.type === 'enum' ? (spec.values ?? []).join('|') : PLACEHOLDERS[spec.type];
+    const shownDefault = spec.default === '' ? spec.defaultText : spec.default;
+    lines.push(`  ${spec.flag} ${placeholder}${shownDefault === undefined ? '' : `   (default: ${shownDefault})`}`);
+    lines.push(`      ${spec.description}`);
+    const allowed = spec.type === 'enum' || spec.type === 'path' ? '' : `; ${allowedText(spec)}`;
+    lines.push(`      env: ${spec.env.join(', ')}${allowed}`);
+  }
+  return `${lines.join('\n')}\n`;
+}

@@ -1,0 +1,303 @@
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { describe, it } from 'node:test';
+import { CONTROLLER_FLAGS, controllerUsageText, parseControllerConfig } from '../../controller/config.ts';
+import type { ControllerConfig } from '../../controller/config.ts';
+import { UsageError, exitCodeFor } from '../../plugin/errors.ts';
+
+type Env = Record<string, string | undefined>;
+
+function parse(argv: readonly string[], env: Env = {}): ControllerConfig {
+  const result = parseControllerConfig(argv, env);
+  assert.equal(result.command, 'run');
+  return result as ControllerConfig;
+}
+
+/** Asserts a UsageError whose message contains every fragment. */
+function rejects(argv: readonly string[], env: Env, ...fragments: string[]): void {
+  assert.throws(
+    () => parseControllerConfig(argv, env),
+    (error: unknown) => {
+      assert.ok(error instanceof UsageError, `expected UsageError, got ${String(error)}`);
+      for (const fragment of fragments) assert.ok(error.message.includes(fragment), `${JSON.stringify(error.message)} lacks ${JSON.stringify(fragment)}`);
+      return true;
+    },
+  );
+}
+
+/** The camelCase config field of a flag, the documented naming rule. */
+function fieldOf(name: string): keyof ControllerConfig {
+  return name.replace(/-([a-z])/g, (_, letter: string) => letter.toUpperCase()) as keyof ControllerConfig;
+}
+
+describe('parseControllerConfig: defaults', () => {
+  it('applies every documented default when nothing is given', () => {
+    const config = parse([]);
+    assert.deepEqual(config, {
+      command: 'run',
+      kubeconfig: [],
+      namespaces: undefined,
+      namespaceSelector: undefined,
+      ignoreNamespaces: [],
+      resourceLabelSelector: undefined,
+      mode: 'annotated',
+      hashKeyFile: undefined,
+      restartStrategy: 'evict',
+      debounce: { ms: 2000, text: '2s' },
+      workers: 4,
+      maxConcurrentRestarts: 10,
+      kubeQps: 20,
+      kubeBurst: 40,
+      resyncPeriod: { ms: 600_000, text: '10m' },
+      watchSilenceTimeout: { ms: 300_000, text: '5m' },
+      evictionBlockedWarning: { ms: 300_000, text: '5m' },
+      restartCheckInterval: { ms: 5000, text: '5s' },
+      argocdTrackingMethod: 'annotation',
+      argocdTrackingLabel: 'app.kubernetes.io/instance',
+      logLevel: 'info',
+      listPageSize: 100,
+      provenance: Object.fromEntries(CONTROLLER_FLAGS.map((spec) => [spec.name, 'default'])),
+    });
+  });
+
+  it('has one config field per flag, named by the camelCase rule', () => {
+    const config = parse([]);
+    const fields = Object.keys(config).filter((key) => key !== 'command' && key !== 'provenance').sort();
+    assert.deepEqual(fields, CONTROLLER_FLAGS.map((spec) => fieldOf(spec.name)).sort());
+  });
+
+  it('is deeply frozen', () => {
+    const config = parse(['--namespaces', 'a,b', '--namespace-selector', 'x in (1,2)'], { KUBECONFIG: '/k' });
+    assert.ok(Object.isFrozen(config));
+    assert.ok(Object.isFrozen(config.namespaces));
+    assert.ok(Object.isFrozen(config.kubeconfig));
+    assert.ok(Object.isFrozen(config.debounce));
+    assert.ok(Object.isFrozen(config.provenance));
+    assert.ok(Object.isFrozen(config.namespaceSelector));
+    assert.ok(Object.isFrozen(config.namespaceSelector?.requirements[0]?.values));
+    assert.throws(() => {
+      (config.namespaces as string[]).push('c');
+    }, TypeError);
+    assert.throws(() => {
+      (config as { workers: number }).workers = 1;
+    }, TypeError);
+  });
+});
+
+describe('parseControllerConfig: sources and precedence', () => {
+  it('reads every flag from DRIFTLESS_<UPPER_SNAKE>, and the flag wins over it', () => {
+    const config = parse(['--workers', '7'], { DRIFTLESS_WORKERS: '3', DRIFTLESS_LOG_LEVEL: 'debug' });
+    assert.equal(config.workers, 7);
+    assert.equal(config.provenance['workers'], 'flag --workers');
+    assert.equal(config.logLevel, 'debug');
+    assert.equal(config.provenance['log-level'], 'DRIFTLESS_LOG_LEVEL');
+    for (const spec of CONTROLLER_FLAGS) {
+      assert.equal(spec.env[0], `DRIFTLESS_${spec.name.toUpperCase().replaceAll('-', '_')}`, spec.name);
+    }
+  });
+
+  it('accepts --flag=value and --flag value alike', () => {
+    assert.deepEqual(parse(['--debounce=0']).debounce, { ms: 0, text: '0' });
+    assert.deepEqual(parse(['--debounce', '1m30s']).debounce, { ms: 90_000, text: '1m30s' });
+    assert.equal(parse(['--namespace-selector=a=b']).namespaceSelector?.text, 'a=b');
+  });
+
+  it('treats an empty environment value as unset', () => {
+    const config = parse([], { DRIFTLESS_MODE: '', DRIFTLESS_NAMESPACES: '', KUBECONFIG: '' });
+    assert.equal(config.mode, 'annotated');
+    assert.equal(config.namespaces, undefined);
+    assert.deepEqual(config.kubeconfig, []);
+    assert.equal(config.provenance['mode'], 'default');
+  });
+
+  it('takes the kubeconfig from the flag, then DRIFTLESS_KUBECONFIG, then the KUBECONFIG list', () => {
+    const list = ['/a/config', '', '/b/config'].join(path.delimiter);
+    assert.deepEqual(parse([], { KUBECONFIG: list }).kubeconfig, ['/a/config', '/b/config']);
+    assert.equal(parse([], { KUBECONFIG: list }).provenance['kubeconfig'], 'KUBECONFIG');
+    assert.deepEqual(parse([], { KUBECONFIG: list, DRIFTLESS_KUBECONFIG: 'mine' }).kubeconfig, ['mine']);
+    assert.deepEqual(parse(['--kubeconfig', 'flag.yaml'], { KUBECONFIG: list, DRIFTLESS_KUBECONFIG: 'mine' }).kubeconfig, ['flag.yaml']);
+  });
+
+  it('keeps the hash key file as a path and never reads it', () => {
+    const config = parse(['--hash-key-file', '/does/not/exist']);
+    assert.equal(config.hashKeyFile, '/does/not/exist');
+  });
+
+  it('parses every value type', () => {
+    const config = parse([
+      '--namespaces', 'web, api,web',
+      '--ignore-namespaces=kube-system',
+      '--mode', 'all',
+      '--restart-strategy', 'rollout',
+      '--kube-qps', '7.5',
+      '--kube-burst', '15',
+      '--max-concurrent-restarts', '1',
+      '--list-page-size', '5000',
+      '--argocd-tracking-method', 'annotation+label',
+      '--argocd-tracking-label', 'argocd.argoproj.io/instance',
+      '--watch-silence-timeout', '90s',
+      '--eviction-blocked-warning', '1h',
+      '--restart-check-interval', '500ms',
+      '--resync-period', '24h',
+    ]);
+    assert.deepEqual(config.namespaces, ['api', 'web']);
+    assert.deepEqual(config.ignoreNamespaces, ['kube-system']);
+    assert.equal(config.mode, 'all');
+    assert.equal(config.restartStrategy, 'rollout');
+    assert.equal(config.kubeQps, 7.5);
+    assert.equal(config.kubeBurst, 15);
+    assert.equal(config.maxConcurrentRestarts, 1);
+    assert.equal(config.listPageSize, 5000);
+    assert.equal(config.argocdTrackingMethod, 'annotation+label');
+    assert.equal(config.argocdTrackingLabel, 'argocd.argoproj.io/instance');
+    assert.equal(config.watchSilenceTimeout.ms, 90_000);
+    assert.equal(config.evictionBlockedWarning.ms, 3_600_000);
+    assert.equal(config.restartCheckInterval.ms, 500);
+    assert.equal(config.resyncPeriod.ms, 86_400_000);
+  });
+});
+
+describe('parseControllerConfig: label selectors', () => {
+  it('parses every requirement form into a canonical text', () => {
+    const selector = parse(['--resource-label-selector', ' team = web , tier==db, env != dev, !legacy, managed, zone in (b, a,a), x.io/kind notin (),k=']).resourceLabelSelector;
+    assert.deepEqual(selector?.requirements, [
+      { key: 'team', operator: 'Equals', values: ['web'] },
+      { key: 'tier', operator: 'Equals', values: ['db'] },
+      { key: 'env', operator: 'NotEquals', values: ['dev'] },
+      { key: 'legacy', operator: 'DoesNotExist', values: [] },
+      { key: 'managed', operator: 'Exists', values: [] },
+      { key: 'zone', operator: 'In', values: ['a', 'b'] },
+      { key: 'x.io/kind', operator: 'NotIn', values: [''] },
+      { key: 'k', operator: 'Equals', values: [''] },
+    ]);
+    assert.equal(selector?.text, 'team=web,tier=db,env!=dev,!legacy,managed,zone in (a,b),x.io/kind notin (),k=');
+  });
+
+  it('rejects malformed selectors, naming the flag and the requirement', () => {
+    const flag = '--namespace-selector';
+    rejects([flag, 'a,,b'], {}, flag, 'requirement 2 is empty', 'key in (v1,v2)');
+    rejects([flag, 'a,'], {}, 'requirement 2 is empty');
+    rejects([flag, 'a in (b'], {}, 'a "(" without ")"');
+    rejects([flag, 'a in b)'], {}, 'a ")" without "("');
+    rejects([flag, 'a in ((b))'], {}, 'nested parentheses');
+    rejects([flag, 'a b'], {}, 'the requirement "a b": not a requirement');
+    rejects([flag, 'a=b=c'], {}, 'not a requirement');
+    rejects([flag, 'n>3'], {}, '< and > are not supported');
+    rejects([flag, 'a=b c'], {}, 'not a requirement');
+    rejects([flag, '-a=b'], {}, '"-a" is not a label key');
+    rejects([flag, 'Bad_Prefix/a'], {}, 'prefix must be a lower-case DNS subdomain');
+    rejects([flag, `${'k'.repeat(64)}`], {}, 'is not a label key');
+    rejects([flag, `a=${'v'.repeat(64)}`], {}, 'is not a label value');
+    rejects([flag, 'a in (x,-y)'], {}, '"-y" is not a label value');
+    rejects([], { DRIFTLESS_RESOURCE_LABEL_SELECTOR: 'team:web' }, '--resource-label-selector (from DRIFTLESS_RESOURCE_LABEL_SELECTOR)', 'legacy "key:value"');
+  });
+});
+
+describe('parseControllerConfig: errors name the flag or variable, the problem and what is allowed', () => {
+  it('rejects unknown flags, positional arguments, missing and repeated values', () => {
+    rejects(['--worker', '3'], {}, 'unknown flag --worker', 'driftless controller --help');
+    rejects(['--workers=3', 'extra'], {}, 'unexpected argument "extra"');
+    rejects(['--workers'], {}, '--workers needs a value', 'an integer of at least 1');
+    rejects(['--workers', '--debounce', '1s'], {}, '--workers needs a value');
+    rejects(['--mode='], {}, '--mode needs a value', 'annotated or all');
+    rejects(['--mode', 'all', '--mode=annotated'], {}, '--mode given twice');
+  });
+
+  it('names the flag for a bad flag value, and the variable for a bad environment value', () => {
+    rejects(['--workers', '0'], {}, 'invalid value "0" for --workers:', 'an integer of at least 1');
+    rejects([], { DRIFTLESS_WORKERS: '2.5' }, 'invalid value "2.5" for --workers (from DRIFTLESS_WORKERS)', 'an integer');
+    rejects([], { DRIFTLESS_MAX_CONCURRENT_RESTARTS: '1e3' }, 'DRIFTLESS_MAX_CONCURRENT_RESTARTS', 'an integer of at least 1');
+    rejects(['--kube-qps', '0'], {}, '--kube-qps', 'a number greater than 0');
+    rejects([], { DRIFTLESS_KUBE_QPS: 'fast' }, 'DRIFTLESS_KUBE_QPS', 'a number greater than 0');
+    rejects(['--kube-burst', '-1'], {}, '--kube-burst', 'an integer of at least 1');
+    rejects(['--list-page-size', '5001'], {}, '--list-page-size', 'an integer from 1 to 5000');
+    rejects(['--list-page-size', '0'], {}, 'an integer from 1 to 5000');
+    rejects(['--mode', 'everything'], {}, 'invalid value "everything" for --mode', 'annotated or all');
+    rejects([], { DRIFTLESS_RESTART_STRATEGY: 'restart' }, 'DRIFTLESS_RESTART_STRATEGY', 'evict, rollout or none');
+    rejects(['--argocd-tracking-method', 'labels'], {}, '--argocd-tracking-method', 'annotation, label or annotation+label');
+    rejects(['--log-level', 'warning'], {}, '--log-level', 'trace, debug, info, warn or error');
+    rejects(['--argocd-tracking-label', 'not a key'], {}, '--argocd-tracking-label', 'is not a label key');
+  });
+
+  it('checks durations: Go syntax, positive where zero makes no sense, and below the timer limit', () => {
+    rejects(['--debounce', '2'], {}, 'invalid value "2" for --debounce', 'a Go duration such as 5s', 'from 0 to 24h');
+    rejects(['--debounce', '-1s'], {}, '--debounce');
+    rejects(['--debounce', '25h'], {}, '--debounce', 'from 0 to 24h');
+    rejects(['--resync-period', '0'], {}, '--resync-period', 'greater than 0 and at most 24h');
+    rejects([], { DRIFTLESS_WATCH_SILENCE_TIMEOUT: '0s' }, 'DRIFTLESS_WATCH_SILENCE_TIMEOUT', 'greater than 0');
+    rejects(['--eviction-blocked-warning', '5 m'], {}, '--eviction-blocked-warning');
+    rejects(['--restart-check-interval', '1d'], {}, '--restart-check-interval');
+  });
+
+  it('checks namespace lists', () => {
+    rejects(['--namespaces', 'Web'], {}, '--namespaces', '"Web" is not a namespace name', 'DNS-1123');
+    rejects(['--namespaces', ','], {}, '--namespaces', 'no namespace named');
+    rejects([], { DRIFTLESS_IGNORE_NAMESPACES: `ok,${'n'.repeat(64)}` }, 'DRIFTLESS_IGNORE_NAMESPACES', 'is not a namespace name');
+  });
+
+  it('refuses a namespace both watched and ignored, naming both sources', () => {
+    rejects(['--namespaces', 'a,b,c'], { DRIFTLESS_IGNORE_NAMESPACES: 'c,b' }, '"b", "c" are in both --namespaces (from flag --namespaces) and --ignore-namespaces (from DRIFTLESS_IGNORE_NAMESPACES)');
+    // Disjoint lists are fine: an ignore list shared across installs may name namespaces not watched here.
+    assert.deepEqual(parse(['--namespaces', 'a', '--ignore-namespaces', 'kube-system']).ignoreNamespaces, ['kube-system']);
+  });
+
+  it('maps every usage error to the usage exit code', () => {
+    assert.throws(
+      () => parseControllerConfig(['--workers', 'x'], {}),
+      (error: unknown) => exitCodeFor(error) === 2,
+    );
+  });
+
+  it('never quotes more than a bounded prefix of a value', () => {
+    assert.throws(
+      () => parseControllerConfig(['--argocd-tracking-label', `${'x'.repeat(500)}!`], {}),
+      (error: unknown) => error instanceof UsageError && !error.message.includes('x'.repeat(121)),
+    );
+  });
+});
+
+describe('parseControllerConfig: help', () => {
+  it('returns the help command for --help and -h, ignoring values and the environment', () => {
+    assert.deepEqual(parseControllerConfig(['--help'], {}), { command: 'help' });
+    assert.deepEqual(parseControllerConfig(['-h'], {}), { command: 'help' });
+    assert.deepEqual(parseControllerConfig(['--workers', '0', '--help'], { DRIFTLESS_MODE: 'bogus' }), { command: 'help' });
+    assert.ok(Object.isFrozen(parseControllerConfig(['-h'], {})));
+  });
+
+  it('still rejects a malformed command line with --help', () => {
+    rejects(['--help', '--bogus'], {}, 'unknown flag --bogus');
+  });
+});
+
+describe('controllerUsageText', () => {
+  const text = controllerUsageText();
+
+  it('lists every flag with its environment variables, its default and its values', () => {
+    for (const spec of CONTROLLER_FLAGS) {
+      const at = text.indexOf(`  ${spec.flag} `);
+      assert.ok(at !== -1, `${spec.flag} missing from help`);
+      const block = text.slice(at, text.indexOf('\n  --', at + 1) === -1 ? undefined : text.indexOf('\n  --', at + 1));
+      assert.ok(block.includes(`env: ${spec.env.join(', ')}`), `${spec.flag}: env ${spec.env.join(', ')} missing`);
+      const shownDefault = spec.default === '' ? spec.defaultText : spec.default;
+      assert.ok(shownDefault !== undefined && shownDefault !== '', `${spec.flag}: the table gives no default to show`);
+      assert.ok(block.includes(`(default: ${shownDefault})`), `${spec.flag}: default ${shownDefault} missing`);
+      assert.ok(block.includes(spec.description), `${spec.flag}: description missing`);
+      for (const value of spec.values ?? []) assert.ok(block.includes(value), `${spec.flag}: value ${value} missing`);
+    }
+  });
+
+  it('shows for each default exactly what the parser uses', () => {
+    const config = parse([]);
+    for (const spec of CONTROLLER_FLAGS) {
+      if (spec.default === '') continue;
+      const value = config[fieldOf(spec.name)];
+      const shown = typeof value === 'object' && value !== null && 'text' in value ? value.text : String(value);
+      assert.equal(shown, spec.default, spec.name);
+    }
+  });
+
+  it('is deterministic and ends with a newline', () => {
+    assert.equal(controllerUsageText(), text);
+    assert.ok(text.endsWith('\n'));
+  });
+});
