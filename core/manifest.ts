@@ -1,5 +1,5 @@
 import { ManifestError } from './errors.ts';
-import type { KubeObject, Manifest, Origin } from './model.ts';
+import type { Manifest, Origin } from './model.ts';
 
 /** Where an object is being read: the app's destination namespace and, for errors, its document. */
 export interface ManifestContext {
@@ -71,7 +71,7 @@ export function toManifest(object: unknown, context: ManifestContext): Manifest 
     throw new ManifestError(guess, 'metadata.namespace', 'must be a string');
   }
   return Object.freeze({
-    object: object as KubeObject,
+    object,
     group: apiGroup(apiVersion),
     kind,
     name: generated ? '' : (name as string),

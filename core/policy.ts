@@ -183,7 +183,7 @@ export function reloaderPatternToJs(item: string): { readonly source: string; re
       i++;
       if (next === undefined) return { problem: 'trailing backslash' };
       if (!inClass && (/[1-9]/.test(next) || next === 'k')) return { problem: 'backreferences are not supported (Reloader uses Go RE2)' };
-      const punctuation = /[!-\/:-@\[-`{-~]/.test(next);
+      const punctuation = /[!-/:-@[-`{-~]/.test(next);
       const keepEscape = !punctuation || JS_SYNTAX.has(next) || (inClass && next === '-');
       out += keepEscape ? `\\${next}` : next;
       continue;

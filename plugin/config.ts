@@ -386,7 +386,7 @@ function parseAppParameters(text: string | undefined): ReadonlyMap<string, RawVa
       if (!Array.isArray(value) || !value.every((entry) => typeof entry === 'string')) {
         throw new UsageError(`${where}: parameter ${name}: "array" must be an array of strings`);
       }
-      result.set(name, { kind: 'array', value: value as string[] });
+      result.set(name, { kind: 'array', value });
     } else {
       if (!isRecord(value) || !Object.values(value).every((entry) => typeof entry === 'string')) {
         throw new UsageError(`${where}: parameter ${name}: "map" must be an object of strings`);

@@ -197,7 +197,7 @@ function splitDocuments(text: string): Region[] {
 export function parseStreamFast(stream: TextStream, limits: DocumentLimits = DEFAULT_LIMITS): ParsedDocument[] | undefined {
   const text = stream.text;
   if (text.includes('\r') || text.includes('\t') || /^(?:%|\.\.\.)/m.test(text)) return undefined;
-  if (/^\s*[{\[]/.test(text)) return undefined; // JSON (or flow) documents: yaml's path
+  if (/^\s*[{[]/.test(text)) return undefined; // JSON (or flow) documents: yaml's path
   const maxDepth = limits.maxDepth ?? DEFAULT_MAX_DEPTH;
   const regions = splitDocuments(text);
   const documents: ParsedDocument[] = [];

@@ -86,7 +86,6 @@ export function readFastDocument(text: string, start: number, end: number, maxDe
   }
 }
 
-const MAYBE_NOT_STRING = /^[-+.0-9~nNyYtTfFoOeE]/;
 /**
  * Whether a plain scalar cannot start like this (`/^[?:,[\]{}#&*!|>'"%@`]|^-(?:[ ]|$)/`): an indicator, or
  * `-` alone or before a space. Char codes instead of a regular expression: this runs for every key and value.

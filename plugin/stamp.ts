@@ -3,7 +3,7 @@ import { HASH_ANNOTATION } from '../core/index.ts';
 import { parseStream } from './documents.ts';
 import type { ParsedDocument, TreeNode } from './documents.ts';
 import { InvalidInputError } from './errors.ts';
-import type { FastMap, FastNode, FastPair } from './fast-yaml.ts';
+import type { FastMap, FastPair } from './fast-yaml.ts';
 
 /**
  * Writes the hash annotation into a document by splicing text, so that the

@@ -64,7 +64,7 @@ describe('ensureTools', () => {
       const script = `import(${JSON.stringify(join(import.meta.dirname, 'tools.ts'))}).then((m) => m.ensureTools()).then(() => process.exit(0), (e) => { process.stderr.write(e.message); process.exit(7); });`;
       const result = await run(process.execPath, ['--input-type=module', '-e', script], {
         env: { PATH: join(cache, 'empty-path'), XDG_CACHE_HOME: cache, HOME: cache },
-      }).then(() => undefined, (error: { code?: number; stderr?: string }) => error);
+      }).then(() => undefined, (error: unknown) => error as { code?: number; stderr?: string });
       assert.ok(result, 'ensureTools must fail without go');
       assert.equal(result.code, 7);
       assert.match(result.stderr ?? '', /`go` is not on PATH/);

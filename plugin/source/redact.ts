@@ -27,6 +27,8 @@ const REDACTED_BYTES = Buffer.from(REDACTED, 'utf8');
 export function redactionForms(values: readonly string[]): Buffer[] {
   const forms = new Set<string>();
   for (const value of values) {
+    // Code points on purpose: the guessing argument counts characters, not bytes or grapheme clusters.
+    // oxlint-disable-next-line typescript/no-misused-spread
     if ([...value].length < MIN_REDACT_LENGTH) continue;
     forms.add(value);
     forms.add(Buffer.from(value, 'utf8').toString('base64').replace(/=+$/, ''));

@@ -4,7 +4,7 @@
  * behave as in a real cluster.
  */
 import assert from 'node:assert/strict';
-import type { KubeList, KubeObject, WatchEvent } from './api.ts';
+import type { KubeList, KubeObject } from './api.ts';
 import { readinessAnnotation } from './harness.ts';
 import { create, listPods, podIsReady, podTemplate, useCluster, waitForDeploymentRollout } from './testing.ts';
 import { waitFor } from './wait.ts';
@@ -67,7 +67,7 @@ fixture.test('a template change creates a new ReplicaSet and replaces every pod'
   const replicaSets = await admin.request<KubeList>('GET', `/apis/apps/v1/namespaces/${namespace}/replicasets`);
   assert.equal(replicaSets.items.length, 2, 'old and new ReplicaSet');
   const replicasOf = (rs: KubeObject) => rs.spec?.['replicas'];
-  assert.deepEqual(replicaSets.items.map(replicasOf).sort(), [0, 2]);
+  assert.deepEqual(replicaSets.items.map(replicasOf).sort((a, b) => Number(a) - Number(b)), [0, 2]);
   const after = await waitFor('old pods to be gone', async () => {
     const pods = await listPods(admin, namespace, 'app=app');
     return pods.length === 2 ? pods : undefined;
@@ -123,7 +123,7 @@ fixture.test('a StatefulSet rolls its pods highest ordinal first', async ({ clus
       `/api/v1/namespaces/${namespace}/pods?resourceVersion=${pods.metadata.resourceVersion}`,
       abort.signal,
     );
-    for await (const event of events as AsyncGenerator<WatchEvent>) {
+    for await (const event of events) {
       // The controller may delete a pod it just recreated from a stale cache; the order of
       // first deletions is what the update strategy promises.
       const name = event.object.metadata?.name ?? '';
@@ -155,7 +155,7 @@ fixture.test('a DaemonSet puts one Ready pod on each node', async ({ cluster, na
     const status: Record<string, unknown> = (await admin.request('GET', `${path}/agent`)).status ?? {};
     return status['desiredNumberScheduled'] === 2 && status['numberReady'] === 2;
   });
-  const nodes = (await listPods(admin, namespace, 'app=agent')).map((pod) => pod.spec?.['nodeName']).sort();
+  const nodes = (await listPods(admin, namespace, 'app=agent')).map((pod) => String(pod.spec?.['nodeName'])).sort();
   assert.deepEqual(nodes, ['fake-node-0', 'fake-node-1']);
 });
 

@@ -51,7 +51,8 @@ export function parseYaml11(text: string): unknown[] {
     customTags: (tags) => tags.filter((t) => (t as { tag?: string }).tag !== 'tag:yaml.org,2002:timestamp' && (t as { format?: string }).format !== 'TIME'),
   })
     .map((doc) => {
-      if (doc.errors.length > 0) throw doc.errors[0];
+      const [error] = doc.errors;
+      if (error !== undefined) throw error;
       return doc.toJS() as unknown;
     })
     .filter((value) => value !== null && value !== undefined);
@@ -67,7 +68,7 @@ export function withoutHash(value: unknown): unknown {
     out[key] = withoutHash(inner);
   }
   const annotations = out['annotations'];
-  if (annotations === null || (typeof annotations === 'object' && Object.keys(annotations as object).length === 0)) {
+  if (annotations === null || (typeof annotations === 'object' && Object.keys(annotations).length === 0)) {
     delete out['annotations'];
   }
   return out;

@@ -8,7 +8,7 @@ import { HASH_ANNOTATION } from '../../core/index.ts';
 import { DEFAULT_LIMITS, parseStream, splitJsonStream } from '../../plugin/documents.ts';
 import { InvalidInputError } from '../../plugin/errors.ts';
 import { joinDocuments } from '../../plugin/output.ts';
-import { StampVerificationError, stampDocument } from '../../plugin/stamp.ts';
+import { stampDocument } from '../../plugin/stamp.ts';
 import { annotationOnlyProblems, parseYaml11 } from './diff.ts';
 
 const HASH = `v1:${'0123456789abcdef'.repeat(4)}`;
@@ -139,7 +139,7 @@ describe('parseStream', () => {
     const big = `s: &s "${'x'.repeat(200_000)}"\n${Array.from({ length: 60 }, (_, i) => `k${i}: *s\n`).join('')}`;
     assert.throws(
       () => parseStream({ label: 'a.yaml', text: big }, { ...DEFAULT_LIMITS, maxDocumentBytes: 1_000_000 }),
-      (e: unknown) => e instanceof InvalidInputError && /^a\.yaml#0: YAML aliases expand the document beyond 1000000 bytes/.test(e.message),
+      (e: unknown) => e instanceof InvalidInputError && e.message.startsWith('a.yaml#0: YAML aliases expand the document beyond 1000000 bytes'),
     );
   });
 

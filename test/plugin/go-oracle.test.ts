@@ -290,7 +290,7 @@ function unstamp(after: unknown, before: unknown): number {
     const metadata = a?.['metadata'] as Record<string, unknown> | undefined;
     const annotations = metadata?.['annotations'] as Record<string, unknown> | undefined;
     if (annotations === undefined || typeof annotations[HASH_ANNOTATION] !== 'string') continue;
-    assert.match(annotations[HASH_ANNOTATION] as string, /^v1:[0-9a-f]{64}$/);
+    assert.match(annotations[HASH_ANNOTATION], /^v1:[0-9a-f]{64}$/);
     count++;
     const oldMetadata = b?.['metadata'] as Record<string, unknown> | null | undefined;
     const oldAnnotations = oldMetadata?.['annotations'] as Record<string, unknown> | null | undefined;
