@@ -1,0 +1,174 @@
+/**
+ * Wires the controller: reflectors fill the cache, their handlers only
+ * enqueue workload keys, the workqueue runs the reconciler with bounded
+ * concurrency and per-key exclusivity. Nothing is reconciled before every
+ * first list has completed, so a restart of the controller sees the whole
+ * cluster before it decides anything.
+ */
+import { hostname } from 'node:os';
+import type { Logger } from 'pino';
+import type { HashKey } from '../core/index.ts';
+import { ClusterView } from './cache/cluster-view.ts';
+import { reduceConfig, reducePod, reduceProviderPodStatus, reduceReplicaSet, reduceWorkload, type TrackingOptions } from './cache/reduce.ts';
+import type { Clock } from './clock.ts';
+import type { ControllerConfig } from './config.ts';
+import { createEventRecorder } from './events.ts';
+import { createKubeClient, loadKubeConfig, type KubeClient } from './kube/client.ts';
+import { Reflector, type ReflectorSpec } from './kube/reflector.ts';
+import { OTHER_RESOURCES, WORKLOAD_RESOURCES, collectionPath, type ResourceSpec } from './kube/resources.ts';
+import { createWrites, type Writes } from './kube/writes.ts';
+import type { WorkloadKindName } from './model.ts';
+import { WorkQueue } from './queue.ts';
+import { Reconciler } from './reconciler.ts';
+import { createScope } from './scope.ts';
+import { TokenBucket } from './token-bucket.ts';
+
+/** Helm keeps every release in a Secret of this type: large, numerous, and never mounted by a workload. */
+const HELM_RELEASE_FIELD_SELECTOR = 'type!=helm.sh/release.v1';
+
+/** What the controller needs from its shell (main.ts, or a test). */
+export interface ControllerDeps {
+  readonly log: Logger;
+  readonly clock: Clock;
+  readonly hashKey: HashKey | undefined;
+  /** Replaces the API writes (`--dry-run`, tests). */
+  readonly writes?: (client: KubeClient) => Writes;
+}
+
+/** A running controller. */
+export interface RunningController {
+  /** Resolves when every first list has completed. */
+  readonly synced: Promise<void>;
+  readonly view: ClusterView;
+  readonly reconciler: Reconciler;
+  readonly queue: WorkQueue;
+  readonly reflectors: readonly Reflector<unknown>[];
+  /** Stops taking work, waits for in-flight reconciles, stops the watches. */
+  stop(): Promise<void>;
+}
+
+/** Starts the controller; returns once the watches are started (not synced). */
+export function startController(config: ControllerConfig, deps: ControllerDeps): RunningController {
+  const { log, clock } = deps;
+  const kubeConfig = loadKubeConfig({ kubeconfig: config.kubeconfig[0] });
+  const limiter = new TokenBucket({ ratePerSecond: config.kubeQps, burst: config.kubeBurst, clock });
+  const client = createKubeClient(kubeConfig, limiter);
+  const view = new ClusterView();
+  const namespaceLabels = new Map<string, Readonly<Record<string, string>>>();
+  const inScope = createScope({ ignore: config.ignoreNamespaces, selector: config.namespaceSelector }, (ns) => namespaceLabels.get(ns));
+  const tracking: TrackingOptions = { method: config.argocdTrackingMethod, label: config.argocdTrackingLabel };
+  const events = createEventRecorder({ client, log, now: () => clock.now(), instance: hostname(), repeatMs: 10 * 60_000 });
+  const reconciler = new Reconciler({
+    view,
+    writes: (deps.writes ?? createWrites)(client),
+    events,
+    clock,
+    log,
+    inScope,
+    options: {
+      mode: config.mode,
+      defaultStrategy: config.restartStrategy,
+      debounceMs: config.debounce.ms,
+      checkIntervalMs: config.restartCheckInterval.ms,
+      maxConcurrentRestarts: config.maxConcurrentRestarts,
+      blockedWarningMs: config.evictionBlockedWarning.ms,
+    },
+  });
+  const queue = new WorkQueue({
+    concurrency: config.workers,
+    clock,
+    process: (key) => reconciler.reconcile(key),
+    onError: (key, error, attempt) => log.warn({ err: error, workload: key, attempt }, 'reconcile failed; retrying with backoff'),
+  });
+  const enqueue = (keys: Iterable<string>): void => {
+    for (const key of keys) queue.add(key);
+  };
+
+  const timing = {
+    silenceMs: config.watchSilenceTimeout.ms,
+    resyncMs: config.resyncPeriod.ms,
+    backoffBaseMs: 500,
+    backoffMaxMs: 30_000,
+  };
+  const reflectors: Reflector<unknown>[] = [];
+  const scopes: (string | undefined)[] = config.namespaces === undefined ? [undefined] : [...config.namespaces];
+  function watch<S>(resource: ResourceSpec, namespace: string | undefined, spec: Omit<ReflectorSpec<S>, 'path' | 'name' | 'pageSize'>, onChange: (previous: S | undefined, next: S | undefined) => void): void {
+    const name = `${resource.plural}${namespace === undefined ? '' : ` in ${namespace}`}`;
+    const reflector = new Reflector<S>({ ...spec, name, path: collectionPath(resource, namespace), pageSize: config.listPageSize }, {
+      client,
+      timing,
+      clock,
+      log,
+      onChange: (_key, previous, next) => onChange(previous, next),
+    });
+    reflectors.push(reflector as Reflector<unknown>);
+  }
+
+  for (const namespace of scopes) {
+    const configSelector = config.resourceLabelSelector?.text;
+    for (const kind of ['ConfigMap', 'Secret'] as const) {
+      watch(kind === 'ConfigMap' ? OTHER_RESOURCES.configMaps : OTHER_RESOURCES.secrets, namespace, {
+        labelSelector: configSelector,
+        fieldSelector: kind === 'Secret' ? HELM_RELEASE_FIELD_SELECTOR : undefined,
+        reduce: (raw, previous) => reduceConfig(kind, raw, previous as never, { key: deps.hashKey, tracking, now: clock.now() }),
+      }, (previous, next) => enqueue(view.configChanged(previous, next)));
+    }
+    for (const kind of Object.keys(WORKLOAD_RESOURCES) as WorkloadKindName[]) {
+      watch(WORKLOAD_RESOURCES[kind], namespace, { reduce: (raw) => reduceWorkload(kind, raw, tracking) }, (previous, next) => enqueue(view.workloadChanged(previous, next)));
+    }
+    watch(OTHER_RESOURCES.replicaSets, namespace, { reduce: (raw) => reduceReplicaSet(raw) }, (previous, next) => view.replicaSetChanged(previous, next));
+    watch(OTHER_RESOURCES.pods, namespace, { reduce: (raw) => reducePod(raw) }, (previous, next) => {
+      const key = view.podChanged(previous, next);
+      if (next === undefined && previous !== undefined) reconciler.podGone(previous.uid);
+      // Pod events only matter to a restart in progress: they pace the next eviction.
+      if (key !== undefined && reconciler.isRestarting(key)) queue.add(key);
+    });
+    watch(OTHER_RESOURCES.providerPodStatuses, namespace, { reduce: (raw) => reduceProviderPodStatus(raw, deps.hashKey) }, (previous, next) => {
+      enqueue(view.providerStatusChanged(previous, next, clock.now()));
+    });
+  }
+  if (config.namespaceSelector !== undefined) {
+    watch(OTHER_RESOURCES.namespaces, undefined, {
+      reduce: (raw) => {
+        const metadata = (raw as { metadata?: { name?: string; labels?: Record<string, string>; resourceVersion?: string } }).metadata ?? {};
+        return Object.freeze({ name: metadata.name ?? '', resourceVersion: metadata.resourceVersion ?? '', labels: Object.freeze({ ...metadata.labels }) });
+      },
+    }, (previous, next) => {
+      const name = (next ?? previous)?.name ?? '';
+      if (next === undefined) namespaceLabels.delete(name);
+      else namespaceLabels.set(name, next.labels);
+      enqueue(view.workloadKeysIn(name));
+    });
+  }
+
+  for (const reflector of reflectors) reflector.start();
+  let resyncTimer: { cancel(): void } | undefined;
+  let stopped = false;
+  const synced = Promise.all(reflectors.map((r) => r.whenSynced())).then(() => {
+    if (stopped) return;
+    log.info({ workloads: view.workloadCount, configs: view.configCount, pods: view.podCount }, 'caches synced; reconciling');
+    queue.start();
+    enqueue(view.workloadKeys());
+    // Level-triggered backstop: every workload is looked at again each resync period.
+    const resync = (): void => {
+      enqueue(view.workloadKeys());
+      resyncTimer = clock.setTimer(resync, config.resyncPeriod.ms);
+    };
+    resyncTimer = clock.setTimer(resync, config.resyncPeriod.ms);
+  });
+
+  return {
+    synced,
+    view,
+    reconciler,
+    queue,
+    reflectors,
+    async stop() {
+      stopped = true;
+      resyncTimer?.cancel();
+      await queue.shutdown();
+      await Promise.all(reflectors.map((r) => r.stop()));
+      await client.close();
+    },
+  };
+}
