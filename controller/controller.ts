@@ -17,7 +17,7 @@ import { createKubeClient, loadKubeConfig, type KubeClient } from './kube/client
 import { Reflector, type ReflectorSpec } from './kube/reflector.ts';
 import { OTHER_RESOURCES, WORKLOAD_RESOURCES, collectionPath, type ResourceSpec } from './kube/resources.ts';
 import { createWrites, type Writes } from './kube/writes.ts';
-import type { WorkloadKindName } from './model.ts';
+import type { ConfigSummary, WorkloadKindName } from './model.ts';
 import { WorkQueue } from './queue.ts';
 import { Reconciler } from './reconciler.ts';
 import { createScope } from './scope.ts';
@@ -107,10 +107,10 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
   for (const namespace of scopes) {
     const configSelector = config.resourceLabelSelector?.text;
     for (const kind of ['ConfigMap', 'Secret'] as const) {
-      watch(kind === 'ConfigMap' ? OTHER_RESOURCES.configMaps : OTHER_RESOURCES.secrets, namespace, {
+      watch<ConfigSummary>(kind === 'ConfigMap' ? OTHER_RESOURCES.configMaps : OTHER_RESOURCES.secrets, namespace, {
         labelSelector: configSelector,
         fieldSelector: kind === 'Secret' ? HELM_RELEASE_FIELD_SELECTOR : undefined,
-        reduce: (raw, previous) => reduceConfig(kind, raw, previous as never, { key: deps.hashKey, tracking, now: clock.now() }),
+        reduce: (raw, previous) => reduceConfig(kind, raw, previous, { key: deps.hashKey, tracking, now: clock.now() }),
       }, (previous, next) => enqueue(view.configChanged(previous, next)));
     }
     for (const kind of Object.keys(WORKLOAD_RESOURCES) as WorkloadKindName[]) {
