@@ -162,9 +162,11 @@ export function planEvictions(input: EvictionInput): EvictionPlan {
   // the desired count (a paused surge) never count as spare capacity.
   const allowance = Math.max(available.length - (Math.max(desired, live.length) - budget), 0);
   const notReady = stale.filter((pod) => pod.readySince === undefined).sort(oldestFirst);
-  const availableStale = stale.filter((pod) => available.includes(pod)).sort(oldestFirst);
-  const free = notReady.slice(0, budget);
-  const victims = [...free, ...availableStale.slice(0, Math.min(allowance, budget - free.length))];
+  const isAvailableNow = new Set(available);
+  const availableStale = stale.filter((pod) => isAvailableNow.has(pod)).sort(oldestFirst);
+  // Every not-Ready pod is already unavailable, so the allowance never exceeds
+  // the budget left after them: a plan never holds more than `budget` pods.
+  const victims = [...notReady.slice(0, budget), ...availableStale.slice(0, allowance)];
   if (victims.length === 0) {
     return wait(`${available.length} of ${desired} pods available, at most ${budget} may be unavailable: replacement not available yet`);
   }
