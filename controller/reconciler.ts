@@ -179,6 +179,8 @@ export class Reconciler {
     const plan = planEvictions({ workload, pods, restartAt, now });
     switch (plan.action) {
       case 'done':
+        // The planner is done once the last stale pod is being deleted; the restart is finished when it is gone.
+        if (pods.some((pod) => pod.createdAt < restartAt)) return { requeueAfterMs: options.checkIntervalMs };
         return this.#done(key, workload, restartAt);
       case 'skip':
         this.#finish(key);

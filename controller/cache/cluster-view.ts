@@ -89,10 +89,12 @@ export class ClusterView {
       if (workload !== undefined && safeNamedMatch(workload, kind, name)) keys.add(key);
     }
     // A Rollout borrowing a Deployment's template depends on what the Deployment references.
-    for (const key of [...keys]) {
+    const borrowers: string[] = [];
+    for (const key of keys) {
       const { kind: workloadKind, namespace: ns, name: workloadName } = parseWorkloadKey(key);
-      if (workloadKind === 'Deployment') for (const borrower of this.#borrowers.get(`${ns}/Deployment/${workloadName}`) ?? []) keys.add(borrower);
+      if (workloadKind === 'Deployment') borrowers.push(...(this.#borrowers.get(`${ns}/Deployment/${workloadName}`) ?? []));
     }
+    for (const borrower of borrowers) keys.add(borrower);
     return [...keys].sort();
   }
 

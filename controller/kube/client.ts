@@ -116,7 +116,7 @@ export function createKubeClient(config: KubeConfig, limiter: RequestLimiter): K
     const context = new RequestContext(server, HttpMethod.GET);
     await config.applySecurityAuthentication(context);
     // client-node makes a fresh Agent on every call; keep the first one so connections are reused.
-    dispatcher ??= (context.getDispatcher() as Dispatcher | undefined) ?? getGlobalDispatcher();
+    dispatcher ??= context.getDispatcher() ?? getGlobalDispatcher();
     headers = { ...context.getHeaders() };
     headersAt = now;
     return headers;
@@ -138,7 +138,7 @@ export function createKubeClient(config: KubeConfig, limiter: RequestLimiter): K
         response = await (dispatcher as Dispatcher).request({
           origin,
           path: `${basePath}${path}${queryString(options.query)}${extraQuery}`,
-          method: method as Dispatcher.HttpMethod,
+          method,
           headers: requestHeaders,
           ...(body === undefined ? {} : { body }),
           ...(options.signal === undefined ? {} : { signal: options.signal }),

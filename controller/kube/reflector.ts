@@ -235,7 +235,7 @@ export class Reflector<S> {
           // The API is not installed (yet): an empty collection, checked again after a backoff.
           if (!this.#absent) this.#log.info('the API is not installed; checking again periodically');
           this.#absent = true;
-          for (const [key, previous] of [...this.#store]) {
+          for (const [key, previous] of this.#store) {
             this.#store.delete(key);
             this.#emit(key, previous, undefined);
           }
@@ -276,7 +276,7 @@ export class Reflector<S> {
       continueToken = page.metadata?.continue || undefined;
       resourceVersion = page.metadata?.resourceVersion ?? '';
     } while (continueToken !== undefined && !signal.aborted);
-    for (const [key, previous] of [...this.#store]) {
+    for (const [key, previous] of this.#store) {
       if (seen.has(key)) continue;
       this.#store.delete(key);
       this.#emit(key, previous, undefined);

@@ -10,7 +10,7 @@ type Env = Record<string, string | undefined>;
 function parse(argv: readonly string[], env: Env = {}): ControllerConfig {
   const result = parseControllerConfig(argv, env);
   assert.equal(result.command, 'run');
-  return result as ControllerConfig;
+  return result;
 }
 
 /** Asserts a UsageError whose message contains every fragment. */
@@ -291,7 +291,7 @@ describe('controllerUsageText', () => {
     for (const spec of CONTROLLER_FLAGS) {
       if (spec.default === '') continue;
       const value = config[fieldOf(spec.name)];
-      const shown = typeof value === 'object' && value !== null && 'text' in value ? value.text : String(value);
+      const shown = typeof value === 'object' && value !== null && 'text' in value ? value.text : JSON.stringify(value);
       assert.equal(shown, spec.default, spec.name);
     }
   });

@@ -302,11 +302,12 @@ describe('WorkQueue', () => {
         calls++;
         if (calls <= 2) throw new Error('synchronous');
         return Promise.resolve();
-      }) as WorkQueueOptions['process'],
+      }),
+      // oxlint-disable-next-line typescript/no-misused-promises -- the test passes a rejecting onError on purpose
       onError: ((_key: string, _error: unknown, attempt: number) => {
         if (attempt === 1) throw new Error('reporter broke');
         return Promise.reject(new Error('async reporter broke'));
-      }) as WorkQueueOptions['onError'],
+      }),
     });
     queue.start();
     queue.add('a');
