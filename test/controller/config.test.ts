@@ -291,7 +291,7 @@ describe('controllerUsageText', () => {
     for (const spec of CONTROLLER_FLAGS) {
       if (spec.default === '') continue;
       const value = config[fieldOf(spec.name)];
-      const shown = typeof value === 'object' && value !== null && 'text' in value ? value.text : JSON.stringify(value);
+      const shown = typeof value === 'object' && value !== null && 'text' in value ? value.text : typeof value === 'string' ? value : JSON.stringify(value);
       assert.equal(shown, spec.default, spec.name);
     }
   });
