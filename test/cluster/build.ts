@@ -18,7 +18,7 @@ import { argoRolloutsVersion, crdSources, kubernetesVersion, type CrdFile, type 
 
 /** Paths of everything a cluster start needs, all inside the cache. */
 export interface ClusterBinaries {
-  /** Multi-call binary: `k8s kube-apiserver|kube-controller-manager|kube-scheduler`. */
+  /** Multi-call binary: `k8s kube-apiserver|kube-controller-manager|kube-scheduler|kubectl`. */
   readonly k8s: string;
   readonly etcd: string;
   /** kwok's controller, standing in for the kubelet. */

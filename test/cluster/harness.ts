@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { createApiClient, type ApiClient, type ApiCredentials, type KubeObject } from './api.ts';
 import { ensureClusterBinaries, type CachedCrd } from './build.ts';
+import { bindKubectl, type Kubectl } from './kubectl.ts';
 import { fakeNodeAnnotation, renderKwokStages } from './kwok-stages.ts';
 import { startComponent, tailLog, type Component, type ComponentSpec } from './processes.ts';
 import { createStateDir, removeAbandonedStateDirs } from './state-dirs.ts';
@@ -56,6 +57,11 @@ export interface Cluster {
   readonly admin: ApiClient;
   /** Temp dir holding state, certificates and `logs/`. */
   readonly stateDir: string;
+  /**
+   * Runs kubectl (from the `k8s` binary) as admin against this cluster; resolves with any exit
+   * code, since `kubectl diff` exits 1 for "differences". See `kubectl.ts`.
+   */
+  readonly kubectl: Kubectl;
   /** Mints a token for a ServiceAccount through the TokenRequest API (for least-privilege tests). */
   tokenFor(namespace: string, serviceAccount: string, expirationSeconds?: number): Promise<string>;
   /** A client authenticated as a ServiceAccount; create the account first. */
@@ -388,6 +394,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
       ca,
       admin,
       stateDir,
+      kubectl: bindKubectl({ binary: binaries.k8s, kubeconfigPath, cacheDir: join(stateDir, 'kubectl-cache') }),
       tokenFor,
       async clientFor(namespace, serviceAccount) {
         return createApiClient({ ...credentials, token: await tokenFor(namespace, serviceAccount) });
