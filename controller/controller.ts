@@ -26,6 +26,10 @@ import { TokenBucket } from './token-bucket.ts';
 /** Helm keeps every release in a Secret of this type: large, numerous, and never mounted by a workload. */
 const HELM_RELEASE_FIELD_SELECTOR = 'type!=helm.sh/release.v1';
 
+function apiVersionOf(resource: ResourceSpec): string {
+  return resource.group === '' ? resource.version : `${resource.group}/${resource.version}`;
+}
+
 /** What the controller needs from its shell (main.ts, or a test). */
 export interface ControllerDeps {
   readonly log: Logger;
@@ -74,10 +78,18 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
       blockedWarningMs: config.evictionBlockedWarning.ms,
     },
   });
+  let inFlight = 0;
   const queue = new WorkQueue({
     concurrency: config.workers,
     clock,
-    process: (key) => reconciler.reconcile(key),
+    process: async (key) => {
+      inFlight++;
+      try {
+        return await reconciler.reconcile(key);
+      } finally {
+        inFlight--;
+      }
+    },
     onError: (key, error, attempt) => log.warn({ err: error, workload: key, attempt }, 'reconcile failed; retrying with backoff'),
   });
   const enqueue = (keys: Iterable<string>): void => {
@@ -114,7 +126,7 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
       }, (previous, next) => enqueue(view.configChanged(previous, next)));
     }
     for (const kind of Object.keys(WORKLOAD_RESOURCES) as WorkloadKindName[]) {
-      watch(WORKLOAD_RESOURCES[kind], namespace, { reduce: (raw) => reduceWorkload(kind, raw, tracking) }, (previous, next) => enqueue(view.workloadChanged(previous, next)));
+      watch(WORKLOAD_RESOURCES[kind], namespace, { reduce: (raw) => reduceWorkload({ apiVersion: apiVersionOf(WORKLOAD_RESOURCES[kind]), kind }, raw, tracking) }, (previous, next) => enqueue(view.workloadChanged(previous, next)));
     }
     watch(OTHER_RESOURCES.replicaSets, namespace, { reduce: (raw) => reduceReplicaSet(raw) }, (previous, next) => view.replicaSetChanged(previous, next));
     watch(OTHER_RESOURCES.pods, namespace, { reduce: (raw) => reducePod(raw) }, (previous, next) => {
@@ -149,6 +161,16 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
     log.info({ workloads: view.workloadCount, configs: view.configCount, pods: view.podCount }, 'caches synced; reconciling');
     queue.start();
     enqueue(view.workloadKeys());
+    // Said once, for operators and tests: every workload has been looked at since the start.
+    // Idle twice in a row, 50 ms apart: the queue may hand a key to a worker between two looks.
+    let idleLooks = 0;
+    const announce = (): void => {
+      if (stopped) return;
+      idleLooks = inFlight === 0 && queue.depth === 0 ? idleLooks + 1 : 0;
+      if (idleLooks >= 2) log.info({ restarting: reconciler.restartingCount }, 'initial reconcile finished');
+      else clock.setTimer(announce, 50);
+    };
+    clock.setTimer(announce, 50);
     // Level-triggered backstop: every workload is looked at again each resync period.
     const resync = (): void => {
       enqueue(view.workloadKeys());

@@ -58,6 +58,8 @@ export class Reconciler {
   readonly #blockedSince = new Map<string, number>();
   /** Pods evicted by us whose deletion the pod watch has not shown yet: never evicted twice. */
   readonly #evicted = new Map<string, number>();
+  /** Our last apply per workload and the resourceVersion it was based on: the cache may not show it yet. */
+  readonly #lastApply = new Map<string, { readonly basedOn: string; readonly fields: string }>();
 
   constructor(deps: ReconcilerDeps) {
     this.#deps = deps;
@@ -148,11 +150,17 @@ export class Reconciler {
 
   /** Server-side apply of the controller's own fields, only when they differ from the live ones. */
   async #apply(workload: WorkloadSummary, fields: OwnFields): Promise<void> {
+    const key = workloadKey(workload.kind, workload.namespace, workload.name);
     const same = workload.annotations[BOOKKEEPING.restartedFor] === fields.restartedFor
       && workload.annotations[BOOKKEEPING.restartAt] === fields.restartAt
       && workload.templateRestartedAt === fields.templateRestartedAt;
-    if (same) return;
+    const text = JSON.stringify(fields);
+    const last = this.#lastApply.get(key);
+    // Written already, and the watch has not delivered our write yet: writing again would be a wasted request.
+    if (same || (last !== undefined && last.basedOn === workload.resourceVersion && last.fields === text)) return;
     await this.#deps.writes.applyOwnFields(workload, fields);
+    this.#lastApply.set(key, { basedOn: workload.resourceVersion, fields: text });
+    this.#deps.log.debug({ workload: key, restartAt: fields.restartAt }, 'applied own fields');
   }
 
   /** Moves a restart one step: the Rollout's restartAt, the template annotation, or the next paced evictions. */
@@ -234,6 +242,7 @@ export class Reconciler {
   /** Forgets a restart in progress; true when there was one. */
   #finish(key: string): boolean {
     this.#blockedSince.delete(key);
+    if (this.#deps.view.workload(key) === undefined) this.#lastApply.delete(key);
     return this.#restarting.delete(key);
   }
 }

@@ -91,15 +91,14 @@ function groupOf(apiVersion: string): string {
  * when those parts match, which tells a synced object from one whose operator
  * copied its source's metadata.
  */
-export function readTracking(raw: unknown, options: TrackingOptions): Tracking | undefined {
+export function readTracking(raw: unknown, type: { readonly apiVersion: string; readonly kind: string }, options: TrackingOptions): Tracking | undefined {
   const metadata = record(record(raw)['metadata']);
   if (options.method !== 'label') {
     const id = str(record(metadata['annotations'])[TRACKING_ID_ANNOTATION]);
     const match = /^([^:]+):([^/:]*)\/([^:]+):([^/]*)\/(.+)$/.exec(id);
     if (match !== null) {
       const [, app, group, kind, namespace, name] = match as unknown as [string, string, string, string, string, string];
-      const self = record(raw);
-      const namesItself = group === groupOf(str(self['apiVersion'])) && kind === str(self['kind'])
+      const namesItself = group === groupOf(type.apiVersion) && kind === type.kind
         && namespace === str(metadata['namespace']) && name === str(metadata['name']);
       return Object.freeze({ app, namesItself });
     }
@@ -141,7 +140,8 @@ export function reduceConfig(kind: 'ConfigMap' | 'Secret', raw: unknown, previou
   const resourceVersion = str(metadata['resourceVersion']);
   let digest: string;
   try {
-    const manifest = toManifest(raw, { defaultNamespace: namespace });
+    // List items carry no apiVersion/kind; the reflector knows them.
+    const manifest = toManifest({ ...object, apiVersion: 'v1', kind }, { defaultNamespace: namespace });
     digest = hashEntries([kind === 'ConfigMap' ? configMapEntry(manifest) : secretEntry(manifest)], context.key);
   } catch {
     // The API server stores only valid objects, so this is unreachable in practice; a
@@ -155,7 +155,7 @@ export function reduceConfig(kind: 'ConfigMap' | 'Secret', raw: unknown, previou
     uid: str(metadata['uid']),
     resourceVersion,
     annotations: stringRecord(metadata['annotations'], (key) => key === ANNOTATIONS.ignore || key === ANNOTATIONS.match),
-    tracking: readTracking(raw, context.tracking),
+    tracking: readTracking(raw, { apiVersion: 'v1', kind }, context.tracking),
     producer: readProducer(metadata),
     digest,
     seenAt: previous !== undefined && previous.digest === digest ? previous.seenAt : context.now,
@@ -292,11 +292,13 @@ function ownAnnotation(key: string): boolean {
  * dropped; what stays is identity, the annotations the policy and the
  * bookkeeping read, strategy and status.
  */
-export function reduceWorkload(kind: WorkloadKindName, raw: unknown, tracking: TrackingOptions): WorkloadSummary {
+export function reduceWorkload(type: { readonly apiVersion: string; readonly kind: WorkloadKindName }, raw: unknown, tracking: TrackingOptions): WorkloadSummary {
+  const kind = type.kind;
   const object = record(raw);
   const metadata = record(object['metadata']);
   const spec = record(object['spec']);
-  const apiVersion = str(object['apiVersion']);
+  // List items carry no apiVersion/kind; the reflector knows them.
+  const apiVersion = type.apiVersion;
   const namespace = str(metadata['namespace']);
   const identity = { apiVersion, kind, metadata: { name: str(metadata['name']), namespace } };
   const probe = toManifest(identity, { defaultNamespace: namespace });
@@ -326,7 +328,7 @@ export function reduceWorkload(kind: WorkloadKindName, raw: unknown, tracking: T
     policyManifest,
     references: Object.freeze(template === undefined ? [] : findReferences(template['spec'])),
     stamped: Object.hasOwn(templateAnnotations, HASH_ANNOTATION),
-    tracking: readTracking(raw, tracking),
+    tracking: readTracking(raw, type, tracking),
     annotations: stringRecord(metadata['annotations'], ownAnnotation),
     templateRestartedAt: templateAnnotations[BOOKKEEPING.templateRestartedAt],
     replicas: kind === 'DaemonSet' || kind === 'CronJob' ? undefined : replicas ?? 1,

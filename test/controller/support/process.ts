@@ -1,0 +1,106 @@
+/**
+ * Runs `driftless controller` as a real child process against the test
+ * cluster — the same entry point, flags and logs a user gets — and collects
+ * its JSON log lines so tests can wait on them and scan them for leaks.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import type { Cluster } from '../../cluster/harness.ts';
+import { waitFor } from '../../cluster/wait.ts';
+
+const bin = join(import.meta.dirname, '..', '..', '..', 'bin', 'driftless.js');
+
+/** One parsed log line. */
+export type LogLine = Readonly<Record<string, unknown>> & { readonly msg?: string };
+
+/** A controller process. */
+export interface ControllerProcess {
+  /** Every line so far, parsed (non-JSON lines are kept as `{ raw }`). */
+  readonly lines: LogLine[];
+  /** Everything written to stderr. */
+  stderr(): string;
+  /** Waits for a log line matching `predicate` (among all lines so far, or from `fromIndex`). */
+  waitForLog(description: string, predicate: (line: LogLine) => boolean, options?: { timeoutMs?: number; fromIndex?: number }): Promise<LogLine>;
+  /** Waits until every first list is done and the first reconcile pass has finished. */
+  ready(): Promise<void>;
+  /** SIGTERM and wait for exit; returns the exit code. */
+  stop(): Promise<number | null>;
+  /** SIGKILL: the controller dies mid-flight. */
+  kill(): Promise<void>;
+}
+
+/** Options of a controller process. */
+export interface ControllerProcessOptions {
+  /** Extra flags. */
+  readonly args?: readonly string[];
+  /** A kubeconfig (YAML) to use instead of the admin one. */
+  readonly kubeconfig?: string;
+  readonly env?: Readonly<Record<string, string>>;
+}
+
+/** Starts `driftless controller` with test-friendly defaults (debounce 0.5s, recheck 0.5s, debug logs). */
+export async function startControllerProcess(cluster: Cluster, options: ControllerProcessOptions = {}): Promise<ControllerProcess> {
+  let kubeconfigPath = cluster.kubeconfigPath;
+  if (options.kubeconfig !== undefined) {
+    kubeconfigPath = join(cluster.stateDir, `controller-${process.hrtime.bigint()}.kubeconfig`);
+    await writeFile(kubeconfigPath, options.kubeconfig, { mode: 0o600 });
+  }
+  const args = options.args ?? [];
+  // Test-friendly defaults, each unless the test sets the flag itself.
+  const defaults = ['--debounce=500ms', '--restart-check-interval=500ms', '--log-level=debug']
+    .filter((flag) => !args.some((arg) => arg.startsWith(`${flag.split('=')[0] as string}=`)));
+  const child: ChildProcess = spawn(process.execPath, [bin, 'controller', `--kubeconfig=${kubeconfigPath}`, ...defaults, ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, KUBECONFIG: '', ...options.env },
+  });
+  const lines: LogLine[] = [];
+  let stderr = '';
+  let exitCode: number | null | undefined;
+  const exited = once(child, 'exit').then(([code]) => {
+    exitCode = code as number | null;
+    return exitCode;
+  });
+  createInterface({ input: child.stdout as NodeJS.ReadableStream }).on('line', (line) => {
+    try {
+      lines.push(JSON.parse(line) as LogLine);
+    } catch {
+      lines.push({ raw: line });
+    }
+  });
+  (child.stderr as NodeJS.ReadableStream).on('data', (chunk: Buffer) => {
+    stderr += chunk.toString('utf8');
+  });
+  const abortIf = (): void => {
+    if (exitCode !== undefined) throw new Error(`the controller exited with ${String(exitCode)}: ${stderr}\n${lines.slice(-20).map((l) => JSON.stringify(l)).join('\n')}`);
+  };
+  const proc: ControllerProcess = {
+    lines,
+    stderr: () => stderr,
+    async waitForLog(description, predicate, waitOptions = {}) {
+      try {
+        return await waitFor(`controller log: ${description}`, () => lines.slice(waitOptions.fromIndex ?? 0).find(predicate), {
+          timeoutMs: waitOptions.timeoutMs ?? 60_000,
+          intervalMs: 50,
+          abortIf,
+        });
+      } catch (error) {
+        throw new Error(`${(error as Error).message}\nlast controller lines:\n${lines.slice(-30).map((l) => JSON.stringify(l)).join('\n')}\n${stderr}`, { cause: error });
+      }
+    },
+    async ready() {
+      await proc.waitForLog('initial reconcile finished', (line) => line.msg === 'initial reconcile finished');
+    },
+    async stop() {
+      if (exitCode === undefined) child.kill('SIGTERM');
+      return exited;
+    },
+    async kill() {
+      if (exitCode === undefined) child.kill('SIGKILL');
+      await exited;
+    },
+  };
+  return proc;
+}
