@@ -8,11 +8,15 @@ export interface ObjectIdentity {
   readonly origin?: Origin;
 }
 
-/** `file.yaml#2 Secret prod/db` — enough for a user to find the document. */
+/**
+ * `file.yaml#2 Secret prod/db` — enough for a user to find the document; for
+ * rendered output also the template file, `<helm template>#80 Secret prod/db from chart/templates/db.yaml`.
+ */
 export function describeObject(object: ObjectIdentity): string {
   const where = object.origin === undefined ? '' : `${object.origin.file}#${object.origin.document} `;
   const scoped = object.namespace === '' ? object.name : `${object.namespace}/${object.name}`;
-  return `${where}${object.kind} ${scoped || '<unnamed>'}`;
+  const template = object.origin?.template === undefined ? '' : ` from ${object.origin.template}`;
+  return `${where}${object.kind} ${scoped || '<unnamed>'}${template}`;
 }
 
 /**

@@ -11,6 +11,8 @@ export interface Origin {
   readonly file: string;
   /** Zero-based index of the YAML document within that file or stream. */
   readonly document: number;
+  /** The template file a renderer names for the document (helm's `# Source:` comment), for messages. */
+  readonly template?: string;
 }
 
 /** A Kubernetes object as parsed from YAML/JSON or read from the API server. */

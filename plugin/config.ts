@@ -71,7 +71,10 @@ export interface PluginConfig {
   readonly repoRoot: string;
   /** `ARGOCD_APP_NAME` as given (may be `<namespace>_<name>`), `''` when unset. */
   readonly appName: string;
-  /** `ARGOCD_APP_NAMESPACE`: the destination namespace, where namespace-less objects land. `''` when unset. */
+  /**
+   * The destination namespace, where namespace-less objects land: `ARGOCD_APP_NAMESPACE`, else (a local run)
+   * the `namespace` parameter, since Argo CD gives its destination namespace to both. `''` when neither is set.
+   */
   readonly destinationNamespace: string;
   readonly mode: PolicyMode;
   readonly sourceType: SourceType;
@@ -157,7 +160,7 @@ function buildConfig(cli: Cli, env: Env, cwd: string): PluginConfig {
   const appDir = path.resolve(cwd, cli.path ?? '.');
   const repoRoot = findRepoRoot(appDir, env['ARGOCD_APP_SOURCE_PATH'] ?? '');
   const appName = env['ARGOCD_APP_NAME'] ?? '';
-  const destinationNamespace = env['ARGOCD_APP_NAMESPACE'] ?? '';
+  const argocdNamespace = env['ARGOCD_APP_NAMESPACE'] ?? '';
 
   const mode = read('mode', asEnum, 'all') as PolicyMode;
   let sourceType = read('source-type', asEnum, 'auto') as SourceType;
@@ -179,8 +182,12 @@ function buildConfig(cli: Cli, env: Env, cwd: string): PluginConfig {
   // Application name or an odd KUBE_VERSION must not break a Kustomize app.
   const releaseName = read('release-name', asString, releaseNameFromAppName(appName));
   if (provenance['release-name'] === 'default' && appName !== '') provenance['release-name'] = 'ARGOCD_APP_NAME';
-  const namespace = read('namespace', asString, destinationNamespace);
-  if (provenance['namespace'] === 'default' && destinationNamespace !== '') provenance['namespace'] = 'ARGOCD_APP_NAMESPACE';
+  const namespace = read('namespace', asString, argocdNamespace);
+  if (provenance['namespace'] === 'default' && argocdNamespace !== '') provenance['namespace'] = 'ARGOCD_APP_NAMESPACE';
+  // Argo CD renders with `helm template --namespace <destination>` and applies objects without a namespace
+  // there, so a local `--namespace prod` must match workloads to configs as Argo CD with destination prod
+  // does. Inside Argo CD the destination wins: a `namespace` parameter only changes what helm is told.
+  const destinationNamespace = argocdNamespace !== '' ? argocdNamespace : namespace;
   const valuesFiles = read('values-files', asList, []);
   const kubeVersion = read('kube-version', asString, '');
   const apiVersions = read('api-versions', asList, []);

@@ -1,9 +1,12 @@
-import { Composer, LineCounter, Parser, isMap, isScalar, isSeq } from 'yaml';
+import { Composer, Parser, isMap, isScalar, isSeq } from 'yaml';
 import type { Document, DocumentOptions, ParseOptions, Scalar, SchemaOptions } from 'yaml';
 import { InvalidInputError } from './errors.ts';
+import type { InputLocation } from './errors.ts';
 import { readFastDocument } from './fast-yaml.ts';
 import { GO_SCALAR_TAGS, classifyGoPlain } from './go-scalars.ts';
 import type { FastNode, FastPair } from './fast-yaml.ts';
+import { Locator, helmTemplateOf } from './locate.ts';
+import { splitDocuments } from './split.ts';
 
 /**
  * The YAML layer of the plugin: split each rendered stream into documents,
@@ -47,6 +50,8 @@ export interface ParsedDocument {
   readonly root: TreeNode;
   /** Where `text` begins in the source the node ranges refer to. */
   readonly rangeBase: number;
+  /** The template file helm names for the document (its `# Source:` comment), for messages. */
+  readonly template?: string;
 }
 
 /**
@@ -60,6 +65,8 @@ export type TreeNode = FastNode | { readonly type: 'other'; readonly range: read
 export interface TextStream {
   readonly label: string;
   readonly text: string;
+  /** A renderer's output (helm, kustomize) rather than a file: messages count lines within the document. */
+  readonly rendered?: boolean;
 }
 
 /** The tags Go knows besides its scalar resolution: mappings, sequences, strings and the merge key. */
@@ -76,7 +83,9 @@ const KEPT_TAGS = new Set(['tag:yaml.org,2002:map', 'tag:yaml.org,2002:seq', 'ta
 export const PARSE_OPTIONS: Readonly<ParseOptions & DocumentOptions & SchemaOptions> = Object.freeze({
   version: '1.1',
   prettyErrors: false,
-  uniqueKeys: true,
+  // Go's reader keeps the last of duplicate keys, and so does yaml's toJS without this check; keys that
+  // collide only by name (`1` and `"1"`) are refused in checkGoCompatibility.
+  uniqueKeys: false,
   strict: true,
   keepSourceTokens: false,
   customTags: (tags: Tags): Tags => [
@@ -95,7 +104,7 @@ type Tags = NonNullable<Exclude<SchemaOptions['customTags'], ((tags: never) => u
 export function parseStream(input: TextStream, limits: DocumentLimits = DEFAULT_LIMITS, options: { readonly fast?: boolean } = {}): ParsedDocument[] {
   // A byte order mark starts the stream, not the first document: Go skips it when it reads our input,
   // but after the `---` we may put in front of the document it would become part of the first key.
-  const stream = input.text.charCodeAt(0) === 0xfeff ? { label: input.label, text: input.text.slice(1) } : input;
+  const stream = input.text.charCodeAt(0) === 0xfeff ? { ...input, text: input.text.slice(1) } : input;
   rejectForeignLineBreaks(stream);
   rejectBadSeparators(stream);
   if (options.fast !== false) {
@@ -106,13 +115,12 @@ export function parseStream(input: TextStream, limits: DocumentLimits = DEFAULT_
   if (jsonChunks !== undefined) {
     // A stream of concatenated JSON objects (what Argo CD accepts when output starts with `{`):
     // each object becomes its own document.
-    const lineCounter = lineCounterFor(stream.text);
     const documents: ParsedDocument[] = [];
     jsonChunks.forEach(([start, end], index) => {
       if (end - start > limits.maxDocumentBytes) throw oversize(stream.label, index, end - start, limits);
-      const segment = parseSegment(stream, stream.text.slice(start, end), start, index, lineCounter, limits);
+      const segment = parseSegment(stream, stream.text.slice(start, end), start, index, limits);
       if (segment.length !== 1) {
-        throw new InvalidInputError({ file: stream.label, document: index }, 'expected exactly one JSON object');
+        throw new InvalidInputError(new Locator(stream, [start, end]).where(index), 'expected exactly one JSON object');
       }
       const only = segment[0];
       if (only !== undefined && only.document !== undefined) documents.push(only.document);
@@ -120,7 +128,7 @@ export function parseStream(input: TextStream, limits: DocumentLimits = DEFAULT_
     return documents;
   }
   rejectOversizedRegions(stream, limits);
-  return parseSegment(stream, stream.text, 0, 0, undefined, limits).flatMap((entry) =>
+  return parseSegment(stream, stream.text, 0, 0, limits).flatMap((entry) =>
     entry.document === undefined ? [] : [entry.document],
   );
 }
@@ -137,13 +145,13 @@ function rejectForeignLineBreaks(stream: TextStream): void {
   const found = /[\u0085\u2028\u2029\ufeff]|\r(?!\n)/.exec(stream.text);
   if (found === null) return;
   const offset = found.index;
-  const document = splitDocuments(stream.text.slice(0, offset + 1)).length - 1;
-  const { line, col } = lineCounterFor(stream.text).linePos(offset);
+  const document = Math.max(0, splitDocuments(stream.text.slice(0, offset + 1)).length - 1);
+  const locator = new Locator(stream);
   const name = found[0] === '\ufeff' ? 'a byte order mark (U+FEFF) after the start of the stream'
     : found[0] === '\r' ? 'a carriage return not followed by a line feed (CR-only line endings?), which Argo CD\'s YAML parser reads as a line break and this plugin\'s does not; use LF or CRLF line endings, or write it as \\r in a double-quoted string'
     : `U+${found[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')}, which Argo CD's YAML parser reads as a line break and this plugin's does not`;
   const fix = found[0] === '\r' ? '' : '; remove it or write it as an escape in a double-quoted string';
-  throw new InvalidInputError({ file: stream.label, document: Math.max(0, document) }, `line ${line}, column ${col}: ${name}${fix}`);
+  throw new InvalidInputError(locator.where(document, offset), `${locator.at(offset)}: ${name}${fix}`);
 }
 
 /**
@@ -154,37 +162,12 @@ function rejectForeignLineBreaks(stream: TextStream): void {
 function rejectBadSeparators(stream: TextStream): void {
   const found = /^---(?:[ \t]*[^ \t\r\n#]|[^ \t\r\n])/m.exec(stream.text);
   if (found === null) return;
-  const document = splitDocuments(stream.text.slice(0, found.index + 1)).length - 1;
-  const { line } = lineCounterFor(stream.text).linePos(found.index);
+  const document = Math.max(0, splitDocuments(stream.text.slice(0, found.index + 1)).length - 1);
+  const locator = new Locator(stream);
   throw new InvalidInputError(
-    { file: stream.label, document: Math.max(0, document) },
-    `line ${line}: a line starting with --- must be a document separator, followed by nothing but a comment (Argo CD splits documents there)`,
+    locator.where(document, found.index),
+    `${locator.at(found.index)}: a line starting with --- must be a document separator, followed by nothing but a comment (Argo CD splits documents there)`,
   );
-}
-
-/** One document's place in a stream: [start, bodyStart, end) and whether it has its own `---`. */
-type Region = readonly [start: number, bodyStart: number, end: number, explicit: boolean, marker: number];
-
-/**
- * Splits a stream at line-start `---` markers, the one splitter of this
- * module: a `---` at the start of a line always starts a document (YAML
- * forbids it inside scalars). Text before the first marker that holds only
- * comments and blank lines belongs to the first document.
- */
-function splitDocuments(text: string): Region[] {
-  const markers: number[] = [];
-  for (const match of text.matchAll(/^---(?=[ \t\r\n]|$)/gm)) markers.push(match.index);
-  const regions: Region[] = [];
-  const first = markers[0];
-  if (first !== 0 && !(first !== undefined && /^(?:[ \t]*(?:#[^\n]*)?\r?\n)*$/.test(text.slice(0, first)))) {
-    regions.push([0, 0, first ?? text.length, false, -1]);
-  }
-  markers.forEach((marker, i) => {
-    const lineEnd = text.indexOf('\n', marker);
-    const bodyStart = lineEnd === -1 ? text.length : lineEnd + 1;
-    regions.push([regions.length === 0 ? 0 : marker, bodyStart, markers[i + 1] ?? text.length, true, marker]);
-  });
-  return regions;
 }
 
 /**
@@ -207,7 +190,7 @@ export function parseStreamFast(stream: TextStream, limits: DocumentLimits = DEF
     const read = readFastDocument(text, bodyStart, end, maxDepth);
     if (read === undefined) {
       // Only this document is unusual: yaml reads it alone (errors still name stream lines).
-      const entries = parseSegment(stream, text.slice(start, end), start, index, undefined, limits);
+      const entries = parseSegment(stream, text.slice(start, end), start, index, limits);
       if (entries.length > 1) return undefined;
       const only = entries[0]?.document;
       if (only !== undefined) documents.push({ ...only, explicitStart: explicit });
@@ -217,12 +200,15 @@ export function parseStreamFast(stream: TextStream, limits: DocumentLimits = DEF
     // The tree is only needed for the few documents that get stamped: read it again then, instead of
     // keeping thousands of trees alive (old-space garbage collection was most of the run time).
     let root: TreeNode | undefined;
+    const documentText = text.slice(start, end);
+    const template = helmTemplateOf(documentText);
     documents.push({
       file: stream.label,
       index,
-      text: text.slice(start, end),
+      text: documentText,
       explicitStart: explicit,
       value: read.value,
+      ...(template === undefined ? {} : { template }),
       get root(): TreeNode {
         root ??= readFastDocument(text, bodyStart, end, maxDepth)?.root;
         if (root === undefined) throw new Error('internal: a document read once could not be read again');
@@ -286,22 +272,16 @@ interface SegmentEntry {
   readonly document: ParsedDocument | undefined;
 }
 
-/** Parses `text` (a stream, or one chunk of a JSON stream starting at `base` in the stream). */
-function parseSegment(
-  stream: TextStream,
-  text: string,
-  base: number,
-  firstIndex: number,
-  sharedLineCounter: LineCounter | undefined,
-  limits: DocumentLimits,
-): SegmentEntry[] {
-  const locate = (offset: number): string => {
-    const counter = sharedLineCounter ?? lineCounterFor(stream.text);
-    const { line, col } = counter.linePos(base + offset);
-    return `line ${line}, column ${col}`;
+/** Parses `text` (a stream, or one document or JSON object of it, starting at `base` in the stream). */
+function parseSegment(stream: TextStream, text: string, base: number, firstIndex: number, limits: DocumentLimits): SegmentEntry[] {
+  const locator = new Locator(stream, text.length === stream.text.length ? undefined : [base, base + text.length]);
+  // Offsets of yaml's nodes and tokens are relative to `text`.
+  const problems: Problems = {
+    at: (offset) => locator.at(base + offset),
+    where: (document, offset) => locator.where(document, base + offset),
   };
   try {
-    return composeSegment(stream, text, base, firstIndex, limits, locate);
+    return composeSegment(stream, text, firstIndex, limits, problems);
   } catch (error) {
     if (!(error instanceof RangeError)) throw error;
     throw new InvalidInputError(
@@ -312,14 +292,14 @@ function parseSegment(
   }
 }
 
-function composeSegment(
-  stream: TextStream,
-  text: string,
-  base: number,
-  firstIndex: number,
-  limits: DocumentLimits,
-  locate: (offset: number) => string,
-): SegmentEntry[] {
+/** How composeSegment names a place in its text: `at` for the line, `where` for the document and its object. */
+interface Problems {
+  at(offset: number): string;
+  where(document: number, offset: number): InputLocation;
+}
+
+function composeSegment(stream: TextStream, text: string, firstIndex: number, limits: DocumentLimits, problems: Problems): SegmentEntry[] {
+  const locate = problems.at;
   const parser = new Parser();
   const composer = new Composer(PARSE_OPTIONS);
   const starts: number[] = [];
@@ -329,7 +309,7 @@ function composeSegment(
   for (const token of parser.parse(text)) {
     if (token.type === 'directive') {
       throw new InvalidInputError(
-        { file: stream.label, document: firstIndex + starts.length },
+        problems.where(firstIndex + starts.length, token.offset),
         `${locate(token.offset)}: YAML directives (${token.source.split(/\s/)[0] ?? '%'}) are not supported`,
       );
     }
@@ -339,7 +319,7 @@ function composeSegment(
       // parser then ignores everything after the `...`: a document there would vanish for Argo CD.
       if (afterEnd && !hasStart) {
         throw new InvalidInputError(
-          { file: stream.label, document: firstIndex + starts.length },
+          problems.where(firstIndex + starts.length, token.offset),
           `${locate(token.offset)}: a document after a ... end marker must start with --- (Argo CD would ignore it)`,
         );
       }
@@ -355,7 +335,7 @@ function composeSegment(
   const firstStreamError = streamErrors[0];
   if (firstStreamError !== undefined) {
     throw new InvalidInputError(
-      { file: stream.label, document: firstIndex + Math.max(0, starts.length - 1) },
+      problems.where(firstIndex + Math.max(0, starts.length - 1), firstStreamError.pos[0]),
       `${locate(firstStreamError.pos[0])}: ${safeMessage(firstStreamError.message)}`,
     );
   }
@@ -364,16 +344,18 @@ function composeSegment(
   }
   return documents.map((ast, i) => {
     const index = firstIndex + i;
-    const where = { file: stream.label, document: index };
-    // Warnings are errors too: an unknown tag (`!foo`, `!<...>`) is read differently by Go.
-    const error = ast.errors[0] ?? ast.warnings[0];
-    if (error !== undefined) {
-      throw new InvalidInputError(where, `${locate(error.pos[0])}: ${safeMessage(error.message)}`);
-    }
-    checkGoCompatibility(ast, text, where, locate);
     // The first document also owns any comments before it; later ones start at their token.
     const start = i === 0 ? 0 : (starts[i] ?? 0);
     const end = starts[i + 1] ?? text.length;
+    // Named only on the way to an error (it reads the document again); its last character is surely its own,
+    // while comments before its `---` may belong to the document before for Argo CD's splitter.
+    const where = (offset = Math.max(start, end - 1)): InputLocation => problems.where(index, offset);
+    // Warnings are errors too: an unknown tag (`!foo`, `!<...>`) is read differently by Go.
+    const error = ast.errors[0] ?? ast.warnings[0];
+    if (error !== undefined) {
+      throw new InvalidInputError(where(error.pos[0]), `${locate(error.pos[0])}: ${safeMessage(error.message)}`);
+    }
+    checkGoCompatibility(ast, text, where, locate);
     const size = end - start;
     if (size > limits.maxDocumentBytes) throw oversize(stream.label, index, size, limits);
     let value: unknown;
@@ -383,19 +365,22 @@ function composeSegment(
       const problem = cause instanceof Error && /excessive alias count/i.test(cause.message)
         ? `YAML aliases expand beyond the limit (maxAliasCount ${limits.maxAliasCount})`
         : `cannot read the document: ${cause instanceof Error ? safeMessage(cause.message) : 'unknown error'}`;
-      throw new InvalidInputError(where, problem, { cause });
+      throw new InvalidInputError(where(), problem, { cause });
     }
     if (value === null || value === undefined) return { document: undefined };
     checkExpansion(value, where, limits);
+    const documentText = text.slice(start, end);
+    const template = helmTemplateOf(documentText);
     return {
       document: {
         file: stream.label,
         index,
-        text: text.slice(start, end),
+        text: documentText,
         explicitStart: explicit[i] ?? false,
         value,
         root: fromYaml(ast.contents),
         rangeBase: start,
+        ...(template === undefined ? {} : { template }),
       },
     };
   });
@@ -411,7 +396,7 @@ function composeSegment(
 /** `\uD800`-`\uDFFF` as an escape (after an even number of backslashes), in a double-quoted scalar's source. */
 const SURROGATE_ESCAPE = /(?:^|[^\\])(?:\\\\)*\\u[dD][89a-fA-F]/;
 
-function checkGoCompatibility(ast: Document.Parsed, text: string, where: { file: string; document: number }, locate: (offset: number) => string): void {
+function checkGoCompatibility(ast: Document.Parsed, text: string, where: (offset?: number) => InputLocation, locate: (offset: number) => string): void {
   // A plain walk with an explicit stack: yaml's `visit` was a tenth of the time of a stamped render.
   const stack: [unknown, boolean][] = [[ast.contents, false]];
   while (stack.length > 0) {
@@ -419,27 +404,36 @@ function checkGoCompatibility(ast: Document.Parsed, text: string, where: { file:
     if (isScalar(node)) {
       // The scalar's own source text (its range), not its value: only an escape is refused, never the characters.
       if (node.type === 'QUOTE_DOUBLE' && node.range !== undefined && node.range !== null && SURROGATE_ESCAPE.test(text.slice(node.range[0], node.range[1]))) {
-        throw new InvalidInputError(where, `${locate(node.range?.[0] ?? 0)}: a \\u escape of a UTF-16 surrogate (\\uD800-\\uDFFF), which Argo CD's YAML parser refuses; write the character itself or use \\U with 8 hex digits`);
+        throw new InvalidInputError(where(node.range?.[0] ?? 0), `${locate(node.range?.[0] ?? 0)}: a \\u escape of a UTF-16 surrogate (\\uD800-\\uDFFF), which Argo CD's YAML parser refuses; write the character itself or use \\U with 8 hex digits`);
       }
       if (inFlow && node.type === 'PLAIN' && typeof node.source === 'string' && node.source.includes('?')) {
-        throw new InvalidInputError(where, `${locate(node.range?.[0] ?? 0)}: a "?" inside an unquoted value in [...] or {...} ends the value for Argo CD's YAML parser; quote the value`);
+        throw new InvalidInputError(where(node.range?.[0] ?? 0), `${locate(node.range?.[0] ?? 0)}: a "?" inside an unquoted value in [...] or {...} ends the value for Argo CD's YAML parser; quote the value`);
       }
     } else if (isSeq(node)) {
       const flow = inFlow || node.flow === true;
       for (const item of node.items) stack.push([item, flow]);
     } else if (isMap(node)) {
       const flow = inFlow || node.flow === true;
+      // Go's key type for each JSON name: a repeated key is a duplicate (last wins), but `1` and `"1"` are two
+      // Go keys that JSON names alike, and which one Argo CD keeps depends on Go's random map order.
+      const goKeyTypes = new Map<string, string>();
       node.items.forEach((pair, i) => {
         const key = pair.key;
         const at = (key as { range?: readonly number[] } | null)?.range?.[0] ?? node.range?.[0] ?? 0;
         const value = isScalar(key) ? key.value : undefined;
         if (typeof value === 'symbol') {
-          if (i > 0) throw new InvalidInputError(where, `${locate(at)}: a merge key (<<) must come first in its mapping: Argo CD lets it overwrite the keys before it`);
+          if (i > 0) throw new InvalidInputError(where(at), `${locate(at)}: a merge key (<<) must come first in its mapping: Argo CD lets it overwrite the keys before it`);
         } else {
           // A number key is an int for Go only as Go resolves it (`1e3` is a float there, named `1000` by yaml).
           const goInt = typeof value === 'number' && (key as Scalar).type === 'PLAIN' && classifyGoPlain(String((key as Scalar).source))[0] === 'int';
           const plainKey = typeof value === 'string' || typeof value === 'boolean' || goInt;
-          if (!plainKey) throw new InvalidInputError(where, `${locate(at)}: a mapping key must be a string, an integer or a boolean (Argo CD reads other keys differently or not at all)`);
+          if (!plainKey) throw new InvalidInputError(where(at), `${locate(at)}: a mapping key must be a string, an integer or a boolean (Argo CD reads other keys differently or not at all)`);
+          const name = String(value);
+          const seen = goKeyTypes.get(name);
+          if (seen !== undefined && seen !== typeof value) {
+            throw new InvalidInputError(where(at), `${locate(at)}: two keys of this mapping have the same name but different types (such as 1 and "1", or true and "true"); Argo CD keeps one of them at random, so quote both or neither`);
+          }
+          goKeyTypes.set(name, typeof value);
           stack.push([key, flow]);
         }
         stack.push([pair.value, flow]);
@@ -449,7 +443,7 @@ function checkGoCompatibility(ast: Document.Parsed, text: string, where: { file:
 }
 
 /** Bounds what aliases expand to and how deep values nest, before core code walks them recursively. */
-function checkExpansion(value: unknown, where: { file: string; document: number }, limits: DocumentLimits): void {
+function checkExpansion(value: unknown, where: () => InputLocation, limits: DocumentLimits): void {
   const maxDepth = limits.maxDepth ?? DEFAULT_MAX_DEPTH;
   let budget = limits.maxDocumentBytes;
   const stack: [unknown, number][] = [[value, 0]];
@@ -457,19 +451,12 @@ function checkExpansion(value: unknown, where: { file: string; document: number 
     const [node, depth] = stack.pop() as [unknown, number];
     budget -= typeof node === 'string' ? node.length + 1 : 1;
     if (budget < 0) {
-      throw new InvalidInputError(where, `YAML aliases expand the document beyond ${limits.maxDocumentBytes} bytes (the per-document limit)`);
+      throw new InvalidInputError(where(), `YAML aliases expand the document beyond ${limits.maxDocumentBytes} bytes (the per-document limit)`);
     }
     if (typeof node !== 'object' || node === null) continue;
-    if (depth >= maxDepth) throw new InvalidInputError(where, `the document nests deeper than ${maxDepth} levels of mappings and sequences`);
+    if (depth >= maxDepth) throw new InvalidInputError(where(), `the document nests deeper than ${maxDepth} levels of mappings and sequences`);
     for (const child of Array.isArray(node) ? node : Object.values(node)) stack.push([child, depth + 1]);
   }
-}
-
-function lineCounterFor(text: string): LineCounter {
-  const counter = new LineCounter();
-  counter.addNewLine(0);
-  for (let i = text.indexOf('\n'); i !== -1; i = text.indexOf('\n', i + 1)) counter.addNewLine(i + 1);
-  return counter;
 }
 
 /**

@@ -22,10 +22,14 @@ export class RenderError extends Error {
   }
 }
 
-/** Where in the input a problem is: a file (or stream label) and, when known, a document. */
+/** Where in the input a problem is: a file (or stream label) and, when known, a document and what it holds. */
 export interface InputLocation {
   readonly file: string;
   readonly document?: number;
+  /** The document's object as far as it could be read, `StatefulSet prod/db`; never a value. */
+  readonly object?: string;
+  /** The template file the renderer names for the document (helm's `# Source:` comment). */
+  readonly template?: string;
 }
 
 /**
@@ -37,7 +41,12 @@ export class InvalidInputError extends Error {
   readonly location: InputLocation;
 
   constructor(location: InputLocation, problem: string, options?: ErrorOptions) {
-    const where = location.document === undefined ? location.file : `${location.file}#${location.document}`;
+    // The same shape as core's describeObject: `file#2 Kind ns/name`, then helm's template file.
+    const where = [
+      location.document === undefined ? location.file : `${location.file}#${location.document}`,
+      ...(location.object === undefined ? [] : [location.object]),
+      ...(location.template === undefined ? [] : [`from ${location.template}`]),
+    ].join(' ');
     super(`${where}: ${problem}`, options);
     this.location = location;
   }

@@ -5,7 +5,7 @@ import { UNREPRESENTABLE, resolveGoPlain } from './go-scalars.ts';
  * kubectl): block mappings and sequences, single-line plain and quoted
  * scalars, literal block scalars, empty `{}`/`[]`, comments. It gives up
  * (returns undefined) on anything else — anchors, tags, flow collections
- * with content, multi-line scalars, tabs, odd indentation, duplicate keys —
+ * with content, multi-line scalars, tabs, odd indentation, non-string keys —
  * and the caller then uses the `yaml` package, which handles all of YAML.
  *
  * Why: `yaml` builds a full concrete and abstract syntax tree and runs at a
@@ -155,13 +155,12 @@ class Reader {
   #mapping(indent: number, firstKey: number): FastMap {
     this.#enter();
     const pairs: FastPair[] = [];
-    const seen: { set?: Set<string> } = {};
     let keyStart = firstKey;
     let rangeEnd = firstKey;
     for (;;) {
       const line = this.#lines[this.#i] as Line;
+      // A repeated key stays in `pairs` (the stamper looks for the last one) and wins in toValue, as in Go.
       const { key, keyEnd, valueStart } = this.#key(keyStart, line.end);
-      if (isDuplicate(pairs, key, seen)) throw new GiveUp();
       const value = this.#value(indent, keyEnd, valueStart, line, true);
       pairs.push({ key, keyRange: [keyStart, keyEnd], value });
       rangeEnd = Math.max(rangeEnd, value.range[1]);
@@ -278,7 +277,6 @@ class Reader {
     const close = isMap ? 125 : 93;
     const pairs: FastPair[] = [];
     const items: FastNode[] = [];
-    const seen: { set?: Set<string> } = {};
     let i = this.#skipSpaces(start + 1, lineEnd);
     if (text.charCodeAt(i) === close) {
       this.#depth--;
@@ -304,7 +302,6 @@ class Reader {
           keyEnd = end;
           i = end;
         }
-        if (isDuplicate(pairs, key, seen)) throw new GiveUp();
         i++; // the `:`
         const next = text.charCodeAt(i);
         if (next !== 32 && !(k === 34 || k === 39)) throw new GiveUp();
@@ -563,23 +560,6 @@ class Reader {
   }
 }
 
-/**
- * Whether a mapping's `pairs` already has `key` (duplicates go to yaml). Mappings in manifests are
- * small, so a scan beats a Set allocated per mapping; past 32 keys (a big ConfigMap) the caller's
- * Set, made on first need, keeps it linear.
- */
-function isDuplicate(pairs: readonly FastPair[], key: string, seen: { set?: Set<string> }): boolean {
-  const n = pairs.length;
-  if (n < 32) {
-    for (let i = 0; i < n; i++) if ((pairs[i] as FastPair).key === key) return true;
-    return false;
-  }
-  seen.set ??= new Set(pairs.map((pair) => pair.key));
-  if (seen.set.has(key)) return true;
-  seen.set.add(key);
-  return false;
-}
-
 /** The plain value of a tree, built like yaml's `toJS` (own properties even for `constructor`/`__proto__`). */
 function toValue(node: FastNode): unknown {
   switch (node.type) {
@@ -591,8 +571,9 @@ function toValue(node: FastNode): unknown {
       const out: Record<string, unknown> = {};
       for (const pair of node.pairs) {
         const value = toValue(pair.value);
-        // Keys are unique here (duplicates go to yaml), and an assignment makes an own property for any
-        // key but `__proto__`, the one accessor on Object.prototype: no `in` lookup per key.
+        // Every key is a string here, so a repeated key is the same Go key and the last value wins, as in Go
+        // (and yaml's toJS). An assignment makes an own property for any key but `__proto__`, the one
+        // accessor on Object.prototype: no `in` lookup per key.
         if (pair.key === '__proto__') Object.defineProperty(out, pair.key, { value, writable: true, enumerable: true, configurable: true });
         else out[pair.key] = value;
       }

@@ -55,7 +55,7 @@ export async function analyse(
 
   const objects: LocatedObject[] = [];
   for (const document of documents) {
-    const origin = { file: document.file, document: document.index };
+    const origin = { file: document.file, document: document.index, ...(document.template === undefined ? {} : { template: document.template }) };
     for (const { object, path } of listEntries(document.value, [])) {
       const manifest = toManifest(object, { defaultNamespace: config.destinationNamespace, origin });
       objects.push({ manifest, document, path });

@@ -3,6 +3,7 @@ import { HASH_ANNOTATION } from '../core/index.ts';
 import { parseStream } from './documents.ts';
 import type { ParsedDocument, TreeNode } from './documents.ts';
 import { InvalidInputError } from './errors.ts';
+import { parsedLocation } from './locate.ts';
 import type { FastMap, FastPair } from './fast-yaml.ts';
 
 /**
@@ -95,7 +96,7 @@ class Source {
   }
 
   #fail(field: readonly string[], problem: string): never {
-    throw new InvalidInputError({ file: this.#document.file, document: this.#document.index }, `${field.join('.')}: ${problem}`);
+    throw new InvalidInputError(parsedLocation(this.#document), `${field.join('.')}: ${problem}`);
   }
 
   /** Follows a path of mapping keys and sequence indexes to the pod template mapping. */
@@ -210,9 +211,12 @@ function isNullNode(node: TreeNode): boolean {
   return node.type === 'scalar' && node.value === null;
 }
 
-/** The pair of `map` whose key is the string `key`. */
+/**
+ * The pair of `map` whose key is the string `key`: the last one when the key is repeated, since that
+ * is the one Go (and so Argo CD) keeps; a stamp written into an earlier one would be dropped.
+ */
 function findPair(map: FastMap, key: string): FastPair | undefined {
-  return map.pairs.find((pair) => pair.key === key);
+  return map.pairs.findLast((pair) => pair.key === key);
 }
 
 /** `a:` / `  b:` / `    c: "hash"` with two-space steps, relative to the first key's column. */

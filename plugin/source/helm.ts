@@ -1,15 +1,15 @@
 /**
- * The Helm source: `helm dependency build` when the chart declares
- * dependencies that are not in `charts/`, then `helm template` with the flags
- * native Argo CD passes. Every value goes in `--flag=value` form, so none can
+ * The Helm source: `helm template` with the flags native Argo CD passes, and,
+ * as Argo CD does, `helm dependency build` and a second `helm template` only
+ * when the first one fails because dependencies are missing. Every value goes in `--flag=value` form, so none can
  * be read as another flag, and through argv, so none reaches a shell.
  */
-import { readFile, readdir, realpath, stat } from 'node:fs/promises';
+import { realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { isScalar, parse, parseDocument, visit } from 'yaml';
+import { isScalar, parseDocument, visit } from 'yaml';
 import { isInside } from '../config.ts';
 import type { PluginConfig } from '../config.ts';
-import { UsageError } from '../errors.ts';
+import { RenderError, UsageError } from '../errors.ts';
 import { runProcess } from './process.ts';
 import type { RenderedStream } from './types.ts';
 
@@ -63,17 +63,34 @@ export async function renderHelm(config: PluginConfig, signal: AbortSignal): Pro
     overrideVariable: 'DRIFTLESS_HELM',
     redact: helmSecretValues(config),
   } as const;
-  const missing = await missingDependencies(config.appDir);
-  if (missing.length > 0) {
-    await runProcess({ ...common, args: ['dependency', 'build', '.'], display: `helm dependency build (for ${missing.join(', ')})` });
-  }
-  const text = await runProcess({
+  const template = (): Promise<string> => runProcess({
     ...common,
     args: templateArgs,
     display: 'helm template',
     ...(config.helm.values === '' ? {} : { stdin: config.helm.values }),
   });
-  return [{ label: HELM_LABEL, text }];
+  let text: string;
+  try {
+    text = await template();
+  } catch (error) {
+    // Argo CD's order (reposerver helmTemplate): render first, build dependencies only when helm says they
+    // are missing. Guessing from charts/ instead would build (and so fetch, and fail offline) for a
+    // dependency vendored under another directory name, which helm finds by its Chart.yaml name.
+    if (!isMissingDependencyError(error)) throw error;
+    await runProcess({ ...common, args: ['dependency', 'build', '.'], display: 'helm dependency build (helm template reported missing dependencies)' });
+    text = await template();
+  }
+  return [{ label: HELM_LABEL, text, rendered: true }];
+}
+
+/**
+ * Whether helm failed because the chart's dependencies are not in `charts/`: the two messages Argo CD's
+ * `helm.IsMissingDependencyErr` looks for (Chart.yaml for v2 charts, requirements.yaml for v1).
+ */
+export function isMissingDependencyError(error: unknown): boolean {
+  if (!(error instanceof RenderError)) return false;
+  return error.stderrTail.includes('found in Chart.yaml, but missing in charts/ directory') ||
+    error.stderrTail.includes('found in requirements.yaml, but missing in charts');
 }
 
 /**
@@ -208,50 +225,4 @@ async function checkValuesFiles(config: PluginConfig): Promise<void> {
       throw new UsageError(`values file ${shown} in parameter values-files (from ${from}) is not a file`);
     }
   }
-}
-
-/**
- * Names of declared dependencies (Chart.yaml `dependencies`, or a v1 chart's
- * requirements.yaml) with neither `charts/<name>/` nor `charts/<name>-<version>.tgz`.
- * A chart file that does not parse is left to helm, which explains it better.
- */
-export async function missingDependencies(chartDir: string): Promise<string[]> {
-  const names = new Set<string>();
-  for (const file of ['Chart.yaml', 'requirements.yaml']) {
-    let document: unknown;
-    try {
-      document = parse(await readFile(path.join(chartDir, file), 'utf8'));
-    } catch {
-      continue;
-    }
-    const dependencies = (document as { dependencies?: unknown } | null)?.dependencies;
-    if (!Array.isArray(dependencies)) continue;
-    for (const dependency of dependencies) {
-      const name = (dependency as { name?: unknown } | null)?.name;
-      if (typeof name === 'string' && name !== '') names.add(name);
-    }
-  }
-  if (names.size === 0) return [];
-
-  const vendored = new Set<string>();
-  let entries: string[] = [];
-  try {
-    entries = await readdir(path.join(chartDir, 'charts'));
-  } catch {
-    // no charts/ at all: everything is missing
-  }
-  for (const entry of entries) {
-    for (const name of names) {
-      if (entry === name && (await isDirectory(path.join(chartDir, 'charts', entry)))) vendored.add(name);
-      else if (entry.startsWith(`${name}-`) && entry.endsWith('.tgz') && /^v?\d/.test(entry.slice(name.length + 1))) vendored.add(name);
-    }
-  }
-  return [...names].filter((name) => !vendored.has(name)).sort();
-}
-
-async function isDirectory(file: string): Promise<boolean> {
-  return stat(file).then(
-    (info) => info.isDirectory(),
-    () => false,
-  );
 }

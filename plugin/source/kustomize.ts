@@ -30,5 +30,5 @@ export async function renderKustomize(config: PluginConfig, signal: AbortSignal)
     overrideVariable: 'DRIFTLESS_KUSTOMIZE',
     redact: await secretGeneratorLiterals(config.appDir, config.repoRoot),
   });
-  return [{ label: KUSTOMIZE_LABEL, text }];
+  return [{ label: KUSTOMIZE_LABEL, text, rendered: true }];
 }

@@ -6,6 +6,8 @@ export interface RenderedStream {
    */
   readonly label: string;
   readonly text: string;
+  /** A renderer's output (helm, kustomize), which the user never sees: messages count lines within each document. */
+  readonly rendered?: boolean;
 }
 
 /** Where `renderSource` reads stdin from; tests pass their own stream. */

@@ -85,7 +85,7 @@ fixture.test('an in-band config change and a metadata-only change make no write;
     await controller.ready();
     const inband = await waitFor('inband recorded', async () => {
       const d = await read(api, `${COLLECTIONS.Deployment(namespace)}/inband`);
-      return (d.metadata?.['annotations'] as Record<string, string>)['driftless.dev/restarted-for'] === '{}' ? d : undefined;
+      return (d.metadata?.['annotations'] as Record<string, string> | undefined)?.['driftless.dev/restarted-for'] === '{}' ? d : undefined;
     });
     const inbandPods = await waitForReadyPods(api, namespace, 'inband', 2);
     const bothPods = await waitForReadyPods(api, namespace, 'both', 2);
@@ -107,7 +107,7 @@ fixture.test('an in-band config change and a metadata-only change make no write;
     assert.match(String(started[0]?.['message']), /ConfigMap settings, Secret token changed/);
     assert.equal(controller.lines.slice(mark).filter((line) => line.msg === 'evicted' && line['workload'] === `Deployment/${namespace}/both`).length, 2);
     const bothAfter = await read(api, `${COLLECTIONS.Deployment(namespace)}/both`);
-    assert.notEqual((bothAfter.metadata?.['annotations'] as Record<string, string>)['driftless.dev/restarted-for'], bothRecorded);
+    assert.notEqual((bothAfter.metadata?.['annotations'] as Record<string, string> | undefined)?.['driftless.dev/restarted-for'], bothRecorded);
     assert.ok(uids(await waitForReadyPods(api, namespace, 'both', 2)).every((uid) => !uids(bothPods).includes(uid)));
 
     // The in-band workload: the controller never wrote to it again and evicted nothing.

@@ -303,6 +303,18 @@ describe('parseConfig: Argo CD build environment', () => {
     assert.equal(overridden.destinationNamespace, 'prod');
   });
 
+  it('takes the destination namespace from the namespace parameter in a local run (no ARGOCD_APP_NAMESPACE)', () => {
+    for (const config of [
+      parse(['generate', '--namespace', 'prod'], {}),
+      parse(['generate'], { DRIFTLESS_NAMESPACE: 'prod' }),
+      parse(['generate'], { ARGOCD_APP_NAMESPACE: '', ARGOCD_APP_PARAMETERS: params([{ name: 'namespace', string: 'prod' }]) }),
+    ]) {
+      assert.equal(config.destinationNamespace, 'prod');
+      assert.equal(config.helm.namespace, 'prod');
+    }
+    assert.equal(parse(['generate'], {}).destinationNamespace, '');
+  });
+
   it('reads KUBE_VERSION and KUBE_API_VERSIONS, below the operator default and the parameter', () => {
     const argo = { KUBE_VERSION: '1.31.2', KUBE_API_VERSIONS: 'apps/v1,apps/v1/Deployment,v1' };
     const config = parse(['generate'], argo);

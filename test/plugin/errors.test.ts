@@ -43,27 +43,27 @@ ${extra}spec:
 describe('errors: invalid input (exit 4)', () => {
   it('names the file, document, line and column of unparsable YAML', async () => {
     const dir = app({ 'broken.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: [b\n' });
-    assertFailure(await runCli(['generate'], { cwd: dir }), 4, /broken\.yaml#1: line \d+, column \d+: /);
+    assertFailure(await runCli(['generate'], { cwd: dir }), 4, /broken\.yaml#1 ConfigMap <unnamed>: line \d+, column \d+: /);
   });
 
   it('rejects a line break only Argo CD sees (U+2028), naming file, document and line, quoting nothing', async () => {
     const dir = app({ 'cm.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\ndata:\n  a: x # c\u2028  b: hidden\n' });
     const result = await runCli(['generate'], { cwd: dir });
-    assertFailure(result, 4, /cm\.yaml#1: line 9, column 11: U\+2028/);
+    assertFailure(result, 4, /cm\.yaml#1 ConfigMap b: line 9, column 11: U\+2028/);
     assert.doesNotMatch(result.stderr, /hidden/);
   });
 
   it('rejects an integer JSON cannot carry, and a template built from an alias', async () => {
     const big = app({ 'cm.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\nspec:\n  n: 12345678901234567890\n' });
-    assertFailure(await runCli(['generate'], { cwd: big }), 4, /cm\.yaml#0: line 5, column 6: a number that JSON cannot carry exactly/);
+    assertFailure(await runCli(['generate'], { cwd: big }), 4, /cm\.yaml#0 ConfigMap a: line 5, column 6: a number that JSON cannot carry exactly/);
     const aliased = DEPLOYMENT().replace('spec:\n  template:\n', 'x: &t\n').replace(/\n$/, '\nspec:\n  template: *t\n');
     const dir = app({ 'cm.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\n', 'd.yaml': aliased });
-    assertFailure(await runCli(['generate'], { cwd: dir }), 4, /d\.yaml#0: spec\.template: the pod template is built from a YAML alias or merge key/);
+    assertFailure(await runCli(['generate'], { cwd: dir }), 4, /d\.yaml#0 Deployment web: spec\.template: the pod template is built from a YAML alias or merge key/);
   });
 
-  it('rejects duplicate keys', async () => {
-    const dir = app({ 'dup.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  name: b\n' });
-    assertFailure(await runCli(['generate'], { cwd: dir }), 4, /dup\.yaml#0: line 5, column 3: Map keys must be unique/);
+  it('rejects keys that Argo CD would keep one of at random (1 and "1"), naming the object', async () => {
+    const dir = app({ 'dup.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  1: x\n  "1": y\n' });
+    assertFailure(await runCli(['generate'], { cwd: dir }), 4, /dup\.yaml#0 ConfigMap a: line 7, column 3: two keys of this mapping have the same name but different types/);
   });
 
   it('bounds YAML alias expansion (billion laughs)', async () => {
@@ -75,7 +75,7 @@ describe('errors: invalid input (exit 4)', () => {
     }
     const text = `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: bomb}\nspec:\n${bomb.map((l) => `  ${l}`).join('\n')}\n`;
     const dir = app({ 'bomb.yaml': text });
-    assertFailure(await runCli(['generate'], { cwd: dir }), 4, /bomb\.yaml#0: YAML aliases expand beyond the limit/);
+    assertFailure(await runCli(['generate'], { cwd: dir }), 4, /bomb\.yaml#0 ConfigMap bomb: YAML aliases expand beyond the limit/);
   });
 
   it('rejects a document over 8 MiB, naming it', async () => {

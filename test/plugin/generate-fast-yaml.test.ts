@@ -108,6 +108,15 @@ const TARGETED = [
   'spec:\n  template:\n    metadata: {annotations: {}}\n',
   'spec:\n  template:\n    metadata:\n      annotations:\n        driftless.dev/config-hash: |\n          old\n        x: y\n',
   'spec:\n  template:\n    metadata:\n      annotations:\n        driftless.dev/config-hash:   \n',
+  // Duplicate keys: the last wins, and a stamp goes into the last mapping (Go's reading).
+  'a: 1\nb: 2\na: 3\n',
+  'a: {b: 1, b: 2}\n',
+  '"a": 1\na: 2\n',
+  'spec:\n  template:\n    metadata:\n      annotations: {a: "1"}\n      labels: {app: w}\n      annotations:\n        b: "2"\n    spec: {}\n',
+  'spec:\n  template:\n    metadata:\n      annotations: {a: "1"}\n    metadata:\n      labels: {app: w}\n    spec: {}\n',
+  'spec:\n  template:\n    spec: {}\n  template:\n    metadata: {}\n    spec: {}\n',
+  'spec:\n  template:\n    metadata:\n      annotations:\n        driftless.dev/config-hash: "v1:a"\n        driftless.dev/config-hash: "v1:b"\n',
+  'spec:\n  template:\n    metadata: {annotations: {}, annotations: {a: b}}\n',
 ];
 
 describe('fast YAML reader: same answers as yaml', () => {
@@ -115,10 +124,13 @@ describe('fast YAML reader: same answers as yaml', () => {
     let answered = 0;
     for (const [i, text] of TARGETED.entries()) if (same(text, `targeted #${i}`)) answered++;
     assert.ok(answered >= 15, `the fast path answered only ${answered} of ${TARGETED.length}`);
-    for (const text of ['a: 1\na: 2\n', 'a: &x 1\nb: *x\n', 'a: b: c\n', 'on: 1\n', '<<: {a: 1}\n', 'a: "multi\n  line"\n', 'a: >\n  f\n']) {
+    for (const text of ['a: &x 1\nb: *x\n', 'a: b: c\n', 'on: 1\n', '<<: {a: 1}\n', 'a: "multi\n  line"\n', 'a: >\n  f\n']) {
       assert.equal(readFastDocument(text, 0, text.length, 200), undefined, text);
     }
     assert.equal(parseStreamFast({ label: 'x', text: '%YAML 1.1\n---\na: 1\n' }), undefined);
+    // Duplicate keys are read, not left to yaml: renders with them are common (ADR 6), and the last value wins.
+    const repeated = 'a: 1\nb: [x]\na: 2\n';
+    assert.deepEqual(readFastDocument(repeated, 0, repeated.length, 200)?.value, { a: 2, b: ['x'] });
   });
 
   it('fixtures and every golden output (real kustomize and helm renders)', () => {

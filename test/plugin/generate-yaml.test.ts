@@ -116,7 +116,7 @@ describe('parseStream', () => {
       ['1e3: 1\n', /a mapping key must be a string, an integer or a boolean/],
       ['b: &b {x: 1}\nm:\n  y: 2\n  <<: *b\n', /line 4, column 3: a merge key \(<<\) must come first/],
       ['a: [x?y]\n', /a "\?" inside an unquoted value/],
-      ['--- a\n', /line 1: a line starting with --- must be a document separator/],
+      ['--- a\n', /line 1, column 1: a line starting with --- must be a document separator/],
     ] as const) {
       assert.throws(() => parseStream({ label: 'f.yaml', text }), (e: unknown) => e instanceof InvalidInputError && problem.test(e.message) && !/S3cr3t|aGk=/.test(e.message), text);
     }
@@ -226,7 +226,7 @@ describe('stampDocument', () => {
 
   it('refuses, instead of changing meaning, when the template comes from a merge key', () => {
     const text = 'apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\nbase: &base\n  metadata:\n    labels: {a: b}\n  spec: {}\nspec:\n  template:\n    <<: *base\n';
-    const built = /^in\.yaml#0: spec\.template: the pod template is built from a YAML alias or merge key; Driftless cannot add/;
+    const built = /^in\.yaml#0 Deployment x: spec\.template: the pod template is built from a YAML alias or merge key; Driftless cannot add/;
     assert.throws(() => stampDocument(only(text), [{ templatePath: ['spec', 'template'], hash: HASH }]), (e: unknown) => e instanceof InvalidInputError && built.test(e.message));
     const alias = text.replace('    <<: *base\n', '').replace('  template:\n', '  template: *base\n');
     assert.throws(() => stampDocument(only(alias), [{ templatePath: ['spec', 'template'], hash: HASH }]), (e: unknown) => e instanceof InvalidInputError && built.test(e.message));
@@ -246,7 +246,7 @@ describe('stampDocument', () => {
   it('names the document and field when the template is not a mapping', () => {
     assert.throws(
       () => stampDocument(only(deployment('    metadata: [a]\n')), [{ templatePath: ['spec', 'template'], hash: HASH }]),
-      (e: unknown) => e instanceof InvalidInputError && /^in\.yaml#0: spec\.template\.metadata: must be a mapping$/.test(e.message),
+      (e: unknown) => e instanceof InvalidInputError && /^in\.yaml#0 Deployment x: spec\.template\.metadata: must be a mapping$/.test(e.message),
     );
   });
 });

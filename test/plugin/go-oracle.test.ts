@@ -123,6 +123,13 @@ const TEMPLATES = [
   '    ? metadata\n    : labels: {a: b}\n    spec: {}\n',
   '    metadata: {labels: {a: b}}   # c\n    spec: {}\n',
   '    metadata:\n      labels:\n        a: b\n    spec:\n      containers: []\n',
+  // Duplicate keys: Go keeps the last, so the stamp must land in the last mapping of each name.
+  '    metadata:\n      annotations:\n        a: "1"\n      labels: {app: w}\n      annotations:\n        b: "2"\n    spec: {}\n',
+  '    metadata:\n      annotations:\n        a: "1"\n      annotations:\n    spec: {}\n',
+  '    metadata:\n      annotations: {a: "1"}\n    metadata:\n      labels: {app: w}\n    spec: {}\n',
+  '    metadata:\n      labels: {app: w}\n    spec: {}\n    metadata: {annotations: {}, annotations: {b: c}}\n',
+  '    metadata:\n      annotations:\n        driftless.dev/config-hash: "v1:a"\n        x: y\n        driftless.dev/config-hash: "v1:b"\n    spec: {}\n',
+  '    metadata:\n      labels:\n        app: w\n        tier: web\n        app: w\n    spec: {}\n',
 ];
 
 /** Whole streams: long keys, tabs, folding, block scalar chomping, merges, anchors, markers, JSON. */
@@ -140,6 +147,8 @@ const LAYOUTS = [
   'a: 1\n...\n', 'a: 1\n...\nb: 2\n', 'a: 1\n... # c\n---\nb: 2\n', '---\n---\n', '--- # c\na: 1\n', '---\ta: 1\n', '--- \n a: 1\n',
   '#c\n  ---\na: 1\n', 'a: |\n  ---\n  x\n', 'a: |\n---\n', 'a: "x\n---\n  y"\n', '- &a a\n- *a\n', 'a: [&a 1, *a]\n', 'a: {&k b: 1, c: *k}\n',
   'apiVersion: v1\nkind: List\nitems:\n- a: 1\n', '{"a": 1, "a": 2}\n', '{"a": 1}\n---\n{"b": 2}\n', '{"a": 1}{"b": 2}', '[{"a": 1}]\n', '{"a": 1e400}\n',
+  'a: 1\nb: 2\na: 3\n', 'm:\n  x: 1\nm:\n  z: 2\n', 'm: {a: 1, a: 2}\n', '"a": 1\na: 2\n', "a: 1\n'a': 2\n", 'true: a\nyes: b\n', '1: a\n0x1: b\n',
+  '1: a\n"1": b\n', 'true: a\n"true": b\n', 'a: 1\n? a\n: 3\n', 'b: &b {x: 1}\nm:\n  <<: *b\n  x: 2\n  x: 3\n', 'l:\n- {a: 1, a: [2]}\n- a: {b: 1}\n  a: ~\n',
   '{"a": 12345678901234567890}\n', '{"a": "\\ud800"}\n', '{"a": NaN}\n', '{\n  "a": 1,\n  "b": [1, 2]\n}\n', ' {"a": 1}\n{"b": 2}\n', '{"a": 1}\n# c\n{"b": 2}\n',
 ];
 
@@ -316,3 +325,74 @@ function dig(value: unknown, path: readonly string[]): Record<string, unknown> |
   for (const step of path) node = typeof node === 'object' && node !== null ? (node as Record<string, unknown>)[step] : undefined;
   return typeof node === 'object' && node !== null && !Array.isArray(node) ? (node as Record<string, unknown>) : undefined;
 }
+
+/** A workload that takes `cfg` through envFrom, with `template` as the pod template's text (at column 4). */
+const statefulSet = (template: string): string =>
+  `apiVersion: apps/v1\nkind: StatefulSet\nmetadata:\n  name: db\n  namespace: demo\nspec:\n  serviceName: db\n  selector:\n    matchLabels: {app: db}\n  template:\n${template}`;
+const CONTAINERS = '      containers:\n        - name: db\n          image: db:1\n          envFrom:\n            - configMapRef: {name: cfg}\n';
+const CONFIG = (data: string): string => `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\n  namespace: demo\ndata:\n${data}`;
+
+/**
+ * Minimal reproductions of renders with duplicate keys, each with the stream Go reads it as (the last
+ * value of every repeated key, written out once). Helm, kubectl and Argo CD accept them.
+ */
+const DUPLICATES: readonly { readonly name: string; readonly input: string; readonly dedup: string }[] = [
+  {
+    name: 'podAntiAffinity twice in a StatefulSet\'s affinity',
+    input: statefulSet(`    metadata:\n      labels: {app: db}\n    spec:\n      affinity:\n        podAntiAffinity:\n          preferredDuringSchedulingIgnoredDuringExecution: []\n        podAntiAffinity:\n          requiredDuringSchedulingIgnoredDuringExecution:\n            - topologyKey: kubernetes.io/hostname\n              labelSelector: {matchLabels: {app: db}}\n${CONTAINERS}`),
+    dedup: statefulSet(`    metadata:\n      labels: {app: db}\n    spec:\n      affinity:\n        podAntiAffinity:\n          requiredDuringSchedulingIgnoredDuringExecution:\n            - topologyKey: kubernetes.io/hostname\n              labelSelector: {matchLabels: {app: db}}\n${CONTAINERS}`),
+  },
+  {
+    name: 'a pod-template label twice',
+    input: statefulSet(`    metadata:\n      labels:\n        app: db\n        app.kubernetes.io/name: db\n        app: db\n    spec:\n${CONTAINERS}`),
+    dedup: statefulSet(`    metadata:\n      labels:\n        app: db\n        app.kubernetes.io/name: db\n    spec:\n${CONTAINERS}`),
+  },
+  {
+    name: 'annotations twice in the pod template\'s metadata',
+    input: statefulSet(`    metadata:\n      annotations:\n        dropped: "1"\n      labels: {app: db}\n      annotations:\n        kept: "2"\n    spec:\n${CONTAINERS}`),
+    dedup: statefulSet(`    metadata:\n      labels: {app: db}\n      annotations:\n        kept: "2"\n    spec:\n${CONTAINERS}`),
+  },
+  {
+    name: 'metadata twice in the pod template',
+    input: statefulSet(`    metadata:\n      annotations: {dropped: "1"}\n    spec:\n${CONTAINERS}    metadata:\n      labels: {app: db}\n`),
+    dedup: statefulSet(`    spec:\n${CONTAINERS}    metadata:\n      labels: {app: db}\n`),
+  },
+  {
+    name: 'template twice in the spec',
+    input: statefulSet(`    metadata:\n      annotations: {dropped: "1"}\n    spec:\n      containers: [{name: old, image: old}]\n  template:\n    metadata: {labels: {app: db}}\n    spec:\n${CONTAINERS}`),
+    dedup: statefulSet(`    metadata: {labels: {app: db}}\n    spec:\n${CONTAINERS}`),
+  },
+  {
+    name: 'the hash annotation twice, and a config key twice',
+    input: statefulSet(`    metadata:\n      annotations:\n        ${HASH_ANNOTATION}: "v1:old"\n        ${HASH_ANNOTATION}: "v1:older"\n    spec:\n${CONTAINERS}`),
+    dedup: statefulSet(`    metadata:\n      annotations:\n        ${HASH_ANNOTATION}: "v1:older"\n    spec:\n${CONTAINERS}`),
+  },
+];
+
+describe('Go oracle: duplicate keys are read as Go reads them, in hashing and in stamping', () => {
+  it('each reproduction: Go reads it as its de-duplicated form, and generate\'s outputs for both mean the same to Go', async () => {
+    const config = parseConfig(['generate', '-'], {}, process.cwd());
+    const run = async (text: string): Promise<string> => (await generate(config, new AbortController().signal, async () => [{ label: '<stdin>', text }])).stdout;
+    const streams: string[] = [];
+    for (const { input, dedup } of DUPLICATES) {
+      // The config itself has a repeated key: the hash must be of the value Go keeps.
+      const withConfig = (workload: string, data: string): string => `---\n${CONFIG(data)}---\n${workload}`;
+      const pair = [withConfig(input, '  k: old\n  other: x\n  k: new\n'), withConfig(dedup, '  other: x\n  k: new\n')];
+      streams.push(...pair, ...(await Promise.all(pair.map(run))));
+    }
+    const go = goRead(streams);
+    DUPLICATES.forEach(({ name }, i) => {
+      const [input, dedup, output, dedupOutput] = go.slice(i * 4, i * 4 + 4) as GoDocument[][];
+      assert.deepStrictEqual(input, dedup, `${name}: the reproduction's de-duplicated form is wrong`);
+      assert.ok(output?.every((d) => 'json' in d), `${name}: Go cannot read the output:\n${streams[i * 4 + 2]}`);
+      // Same objects and the same hash in the same place: the stamp went into the mapping Go keeps.
+      assert.deepStrictEqual(output, dedupOutput, `${name}: the output means something else than for the de-duplicated input:\n${streams[i * 4 + 2]}`);
+      const workload = (output?.[1] as { json: unknown } | undefined)?.json;
+      const before = (input?.[1] as { json: unknown } | undefined)?.json;
+      assert.equal(unstamp(workload, before), 1, name);
+      assert.deepStrictEqual(workload, before, name);
+      // The original text is kept: only annotation text was added or replaced.
+      assert.ok(streams[i * 4 + 2]?.includes('k: old'), name);
+    });
+  });
+});

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, readdir, symlink, writeFile } from 'node:fs/promises';
+import { readFile, readdir, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { parseAllDocuments } from 'yaml';
 import { RenderError, UsageError, exitCodeFor } from '../../plugin/errors.ts';
 import { renderSource, resolveSourceType } from '../../plugin/source/index.ts';
-import { helmTemplateArgs, missingDependencies } from '../../plugin/source/helm.ts';
+import { helmTemplateArgs, isMissingDependencyError } from '../../plugin/source/helm.ts';
 import { configFor, fakeTool, fixtureCopy, tempDir, toolEnv } from './source-support.ts';
 import type { Env } from './source-support.ts';
 
@@ -81,14 +81,12 @@ describe('helm source (real helm)', () => {
     assert.ok(!existsSync(marker));
   });
 
-  it('runs `helm dependency build` for a declared dependency missing from charts/, and not when it is vendored', async () => {
+  it('runs `helm dependency build` when helm template says a dependency is missing, and not once it is vendored', async () => {
     const app = await fixtureCopy('helm-dependency');
-    assert.deepEqual(await missingDependencies(app), ['subchart']);
     const env = await toolEnv();
     const streams = await renderSource(configFor(app, [], env), never);
     assert.match(streams[0]?.text ?? '', /name: from-subchart/);
     assert.deepEqual(await readdir(path.join(app, 'charts')), ['subchart-0.2.0.tgz']);
-    assert.deepEqual(await missingDependencies(app), []);
     // Vendored now: the second render must not need the dependency's source any more.
     const chart = await readFile(path.join(app, 'Chart.yaml'), 'utf8');
     await writeFile(path.join(app, 'Chart.yaml'), chart.replace('file://./subchart', 'file://./nowhere'));
@@ -156,17 +154,40 @@ describe('helm source (real helm)', () => {
     assert.deepEqual(helmTemplateArgs(configFor('/repo/app')), ['template', 'release-name', '.', '--include-crds']);
   });
 
-  it('finds dependencies declared in a v1 chart\'s requirements.yaml, and vendored ones as directories', async () => {
-    const app = await tempDir();
-    await writeFile(path.join(app, 'Chart.yaml'), 'apiVersion: v1\nname: old\nversion: 1.0.0\n');
-    await writeFile(path.join(app, 'requirements.yaml'), 'dependencies:\n  - name: redis\n    version: 1.2.3\n  - name: redis-ha\n    version: 2.0.0\n');
-    assert.deepEqual(await missingDependencies(app), ['redis', 'redis-ha']);
-    await mkdir(path.join(app, 'charts', 'redis'), { recursive: true });
-    // `redis-ha-2.0.0.tgz` must not count as `redis`, and vice versa.
-    await writeFile(path.join(app, 'charts', 'redis-ha-2.0.0.tgz'), '');
-    assert.deepEqual(await missingDependencies(app), []);
-    await writeFile(path.join(app, 'Chart.yaml'), 'apiVersion: v2\nname: x\nversion: 1.0.0\ndependencies:\n  - name: other\n');
-    assert.deepEqual(await missingDependencies(app), ['other']);
+  it('renders offline a dependency vendored under another directory name (helm finds it by its Chart.yaml name)', async () => {
+    const app = await fixtureCopy('helm-vendored');
+    // Its repository is file://./nowhere: a `helm dependency build` would fail, so success means it never ran.
+    const streams = await renderSource(configFor(app, [], await toolEnv()), never);
+    assert.match(streams[0]?.text ?? '', /name: from-common/);
+    assert.deepEqual(await readdir(path.join(app, 'charts')), ['bitnami-common']);
+  });
+
+  it('builds dependencies only after helm template reports them missing, as Argo CD does, then renders again', async () => {
+    const app = await fixtureCopy('helm-chart');
+    const dir = await tempDir();
+    const log = path.join(dir, 'calls');
+    // A stand-in helm: `template` fails with helm's missing-dependency message until `dependency build` ran.
+    const helm = await fakeTool(dir, 'helm', [
+      `echo "$1" >> '${log}'`,
+      `if [ "$1" = dependency ]; then : > '${dir}/built'; exit 0; fi`,
+      `if [ -e '${dir}/built' ]; then echo "kind: Rendered"; exit 0; fi`,
+      `echo "Error: an error occurred while checking for chart dependencies. You may need to run 'helm dependency build' to fetch missing dependencies: found in Chart.yaml, but missing in charts/ directory: common" >&2`,
+      'exit 1',
+    ].join('\n'));
+    const streams = await renderSource(configFor(app, [], { PATH: dir, DRIFTLESS_HELM: helm }), never);
+    assert.equal(streams[0]?.text, 'kind: Rendered\n');
+    assert.deepEqual((await readFile(log, 'utf8')).split('\n'), ['template', 'dependency', 'template', '']);
+    // Any other failure of helm template is reported as it is, without a dependency build.
+    const failing = await fakeTool(await tempDir(), 'helm', `echo "$1" >> '${log}.2'\necho 'Error: parse error in templates/x.yaml' >&2\nexit 1`);
+    await assert.rejects(renderSource(configFor(app, [], { PATH: dir, DRIFTLESS_HELM: failing }), never), /helm template failed with exit code 1\nError: parse error/);
+    assert.equal(await readFile(`${log}.2`, 'utf8'), 'template\n');
+  });
+
+  it('recognises both missing-dependency messages Argo CD looks for (Chart.yaml, and a v1 chart\'s requirements.yaml)', () => {
+    assert.ok(isMissingDependencyError(new RenderError('helm template failed', 'Error: found in Chart.yaml, but missing in charts/ directory: redis')));
+    assert.ok(isMissingDependencyError(new RenderError('helm template failed', 'Error: found in requirements.yaml, but missing in charts/ directory: redis')));
+    assert.ok(!isMissingDependencyError(new RenderError('helm template failed', 'Error: template: x.yaml:3: function "nope" not defined')));
+    assert.ok(!isMissingDependencyError(new UsageError('found in Chart.yaml, but missing in charts/ directory')));
   });
 
   it('rejects release names, namespaces, kube versions and API versions helm could misread, before helm runs', async () => {

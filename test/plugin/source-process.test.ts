@@ -165,6 +165,6 @@ describe('renderers on PATH (stand-ins; the real ones are tested in source-kusto
     const app = await fixtureCopy('helm-chart');
     const helm = await fakeTool(await tempDir(), 'my-helm', 'echo "kind: FromOverride"');
     const streams = await renderSource(configFor(app, [], { PATH: await tempDir(), DRIFTLESS_HELM: helm }), never);
-    assert.deepEqual(streams, [{ label: '<helm template>', text: 'kind: FromOverride\n' }]);
+    assert.deepEqual(streams, [{ label: '<helm template>', text: 'kind: FromOverride\n', rendered: true }]);
   });
 });
