@@ -299,7 +299,7 @@ interface Problems {
 }
 
 function composeSegment(stream: TextStream, text: string, firstIndex: number, limits: DocumentLimits, problems: Problems): SegmentEntry[] {
-  const locate = problems.at;
+  const locate = (offset: number): string => problems.at(offset);
   const parser = new Parser();
   const composer = new Composer(PARSE_OPTIONS);
   const starts: number[] = [];

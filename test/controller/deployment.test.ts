@@ -26,7 +26,7 @@ fixture.test('an out-of-band Secret change replaces a Deployment\'s pods by evic
     // First sight records the digest and restarts nothing.
     const recorded = await waitFor('the first-sight record', async () => {
       const d = await read(api, `${COLLECTIONS.Deployment(namespace)}/app`);
-      return (d.metadata?.['annotations'] as Record<string, string> | undefined)?.['driftless.dev/restarted-for'];
+      return d.metadata?.annotations?.['driftless.dev/restarted-for'];
     });
     assert.match(recorded, /^\{"Secret\/db":"v1:[0-9a-f]{64}"\}$/);
     assert.deepEqual(uids(await waitForReadyPods(api, namespace, 'app', 3)), uids(podsBefore));
@@ -85,13 +85,13 @@ fixture.test('an in-band config change and a metadata-only change make no write;
     await controller.ready();
     const inband = await waitFor('inband recorded', async () => {
       const d = await read(api, `${COLLECTIONS.Deployment(namespace)}/inband`);
-      return (d.metadata?.['annotations'] as Record<string, string> | undefined)?.['driftless.dev/restarted-for'] === '{}' ? d : undefined;
+      return d.metadata?.annotations?.['driftless.dev/restarted-for'] === '{}' ? d : undefined;
     });
     const inbandPods = await waitForReadyPods(api, namespace, 'inband', 2);
     const bothPods = await waitForReadyPods(api, namespace, 'both', 2);
     const bothRecorded = await waitFor('both recorded', async () => {
       const d = await read(api, `${COLLECTIONS.Deployment(namespace)}/both`);
-      return (d.metadata?.['annotations'] as Record<string, string> | undefined)?.['driftless.dev/restarted-for'];
+      return d.metadata?.annotations?.['driftless.dev/restarted-for'];
     });
 
     // Metadata-only (cert-manager and ESO touch annotations often): no restart.
@@ -107,7 +107,7 @@ fixture.test('an in-band config change and a metadata-only change make no write;
     assert.match(String(started[0]?.['message']), /ConfigMap settings, Secret token changed/);
     assert.equal(controller.lines.slice(mark).filter((line) => line.msg === 'evicted' && line['workload'] === `Deployment/${namespace}/both`).length, 2);
     const bothAfter = await read(api, `${COLLECTIONS.Deployment(namespace)}/both`);
-    assert.notEqual((bothAfter.metadata?.['annotations'] as Record<string, string> | undefined)?.['driftless.dev/restarted-for'], bothRecorded);
+    assert.notEqual(bothAfter.metadata?.annotations?.['driftless.dev/restarted-for'], bothRecorded);
     assert.ok(uids(await waitForReadyPods(api, namespace, 'both', 2)).every((uid) => !uids(bothPods).includes(uid)));
 
     // The in-band workload: the controller never wrote to it again and evicted nothing.
