@@ -382,13 +382,17 @@ describe('Go oracle: duplicate keys are read as Go reads them, in hashing and in
     }
     const go = goRead(streams);
     DUPLICATES.forEach(({ name }, i) => {
-      const [input, dedup, output, dedupOutput] = go.slice(i * 4, i * 4 + 4) as GoDocument[][];
+      const [input, dedup, output, dedupOutput] = go.slice(i * 4, i * 4 + 4);
       assert.deepStrictEqual(input, dedup, `${name}: the reproduction's de-duplicated form is wrong`);
       assert.ok(output?.every((d) => 'json' in d), `${name}: Go cannot read the output:\n${streams[i * 4 + 2]}`);
       // Same objects and the same hash in the same place: the stamp went into the mapping Go keeps.
       assert.deepStrictEqual(output, dedupOutput, `${name}: the output means something else than for the de-duplicated input:\n${streams[i * 4 + 2]}`);
-      const workload = (output?.[1] as { json: unknown } | undefined)?.json;
-      const before = (input?.[1] as { json: unknown } | undefined)?.json;
+      const second = (documents: GoDocument[] | undefined): unknown => {
+        const document = documents?.[1];
+        return document !== undefined && 'json' in document ? document.json : undefined;
+      };
+      const workload = second(output);
+      const before = second(input);
       assert.equal(unstamp(workload, before), 1, name);
       assert.deepStrictEqual(workload, before, name);
       // The original text is kept: only annotation text was added or replaced.
