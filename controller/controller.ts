@@ -54,7 +54,7 @@ export interface RunningController {
 /** Starts the controller; returns once the watches are started (not synced). */
 export function startController(config: ControllerConfig, deps: ControllerDeps): RunningController {
   const { log, clock } = deps;
-  const kubeConfig = loadKubeConfig({ kubeconfig: config.kubeconfig[0] });
+  const kubeConfig = loadKubeConfig({ kubeconfig: config.kubeconfig });
   const limiter = new TokenBucket({ ratePerSecond: config.kubeQps, burst: config.kubeBurst, clock });
   const client = createKubeClient(kubeConfig, limiter);
   const view = new ClusterView();

@@ -49,25 +49,35 @@ export interface KubeClient {
 
 /** How to find the cluster. */
 export interface KubeAccess {
-  /** A kubeconfig path; `undefined` means in-cluster. */
-  readonly kubeconfig: string | undefined;
+  /** Kubeconfig paths, merged in order as kubectl does (the first file's current context wins); `[]` means in-cluster. */
+  readonly kubeconfig: readonly string[];
 }
 
 /** Loads a kubeconfig or the in-cluster service account, failing fast instead of client-node's silent localhost fallback. */
 export function loadKubeConfig(access: KubeAccess): KubeConfig {
   const config = new KubeConfig();
+  const inCluster = access.kubeconfig.length === 0;
+  let where = 'the in-cluster service account';
   try {
-    if (access.kubeconfig !== undefined) config.loadFromFile(access.kubeconfig);
-    else config.loadFromCluster();
+    if (inCluster) config.loadFromCluster();
+    for (const [index, file] of access.kubeconfig.entries()) {
+      where = `kubeconfig ${file}`;
+      if (index === 0) {
+        config.loadFromFile(file);
+      } else {
+        const more = new KubeConfig();
+        more.loadFromFile(file);
+        config.mergeConfig(more, true);
+      }
+    }
   } catch (error) {
-    const where = access.kubeconfig === undefined ? 'the in-cluster service account' : `kubeconfig ${access.kubeconfig}`;
     throw new KubeConfigError(`cannot load ${where}: ${(error as Error).message}`, { cause: error });
   }
   const cluster = config.getCurrentCluster();
-  if (cluster === null || cluster.server === '' || (access.kubeconfig === undefined && cluster.server.includes('undefined'))) {
-    throw new KubeConfigError(access.kubeconfig === undefined
+  if (cluster === null || cluster.server === '' || (inCluster && cluster.server.includes('undefined'))) {
+    throw new KubeConfigError(inCluster
       ? 'not running in a cluster (KUBERNETES_SERVICE_HOST is unset) and no --kubeconfig / KUBECONFIG given'
-      : `kubeconfig ${access.kubeconfig} has no current cluster`);
+      : `${access.kubeconfig.join(', ')}: no current cluster`);
   }
   return config;
 }
