@@ -113,6 +113,18 @@ export interface ControllerConfig {
   readonly logLevel: LogLevel;
   /** Page size of ConfigMap and Secret lists (`limit`), so a list never holds a namespace's payload at once. */
   readonly listPageSize: number;
+  /** Where /healthz, /readyz and /metrics listen; `undefined` port 0 is not allowed. */
+  readonly httpAddr: string;
+  /** Campaign for a Lease; only the leader writes. */
+  readonly leaderElect: boolean;
+  /** The Lease's namespace (default: the pod's namespace from the service account, else `default`). */
+  readonly leaderElectionNamespace: string | undefined;
+  readonly leaderElectionId: string;
+  readonly leaseDuration: DurationSetting;
+  readonly renewDeadline: DurationSetting;
+  readonly retryPeriod: DurationSetting;
+  /** Decide and report (logs, Events, metrics) without writing to workloads or evicting. */
+  readonly dryRun: boolean;
   /** For each flag name, where its value came from. */
   readonly provenance: Readonly<Record<string, Provenance>>;
 }
@@ -141,7 +153,11 @@ export type ControllerFlagType =
   /** A whole number in decimal digits. */
   | 'integer'
   /** A decimal number (`20`, `7.5`). */
-  | 'number';
+  | 'number'
+  /** `true` or `false`; the bare flag means `true`. */
+  | 'boolean'
+  /** A listen address: `host:port`, `:port` or `[v6]:port`. */
+  | 'address';
 
 /** Inclusive bounds, except `min` when `minExclusive` (e.g. a rate `> 0`). Durations are bounded in milliseconds. */
 export interface FlagRange {
@@ -345,6 +361,59 @@ export const CONTROLLER_FLAGS: readonly ControllerFlagSpec[] = Object.freeze([
     default: '100',
     description: 'ConfigMaps and Secrets are listed in pages of this many objects, so memory does not grow with a namespace\'s payload.',
   }),
+  flag({
+    name: 'http-addr',
+    type: 'address',
+    default: '',
+    defaultText: '127.0.0.1:8080 with a kubeconfig (a local run), :8080 in a cluster',
+    description: 'Where /healthz, /readyz and /metrics listen (nothing else is served).',
+  }),
+  flag({
+    name: 'leader-elect',
+    type: 'boolean',
+    default: 'false',
+    description: 'Campaign for a coordination.k8s.io Lease: standbys keep their caches warm, only the leader writes.',
+  }),
+  flag({
+    name: 'leader-election-namespace',
+    type: 'namespace-list',
+    default: '',
+    defaultText: 'the pod\'s namespace (service account), else default',
+    description: 'Namespace of the leader-election Lease.',
+  }),
+  flag({
+    name: 'leader-election-id',
+    type: 'label-key',
+    default: 'driftless-controller',
+    description: 'Name of the leader-election Lease.',
+  }),
+  flag({
+    name: 'lease-duration',
+    type: 'duration',
+    range: positiveDuration,
+    default: '15s',
+    description: 'How long a Lease holder that stops renewing keeps it; failover happens within this.',
+  }),
+  flag({
+    name: 'renew-deadline',
+    type: 'duration',
+    range: positiveDuration,
+    default: '10s',
+    description: 'A leader that cannot renew within this stops leading (must be less than --lease-duration).',
+  }),
+  flag({
+    name: 'retry-period',
+    type: 'duration',
+    range: positiveDuration,
+    default: '2s',
+    description: 'How often candidates try to take the Lease and the leader renews it.',
+  }),
+  flag({
+    name: 'dry-run',
+    type: 'boolean',
+    default: 'false',
+    description: 'Decide and report (logs, Events, metrics) without writing to workloads or evicting pods.',
+  }),
 ]);
 
 /** Looks a flag up by name (without dashes). */
@@ -409,6 +478,12 @@ export function parseControllerConfig(argv: readonly string[], env: Env): Contro
     );
   }
 
+  const leaseDuration = read('lease-duration', asDuration);
+  const renewDeadline = read('renew-deadline', asDuration);
+  if (renewDeadline.ms >= leaseDuration.ms) {
+    throw new UsageError(`--renew-deadline (${renewDeadline.text}, from ${provenance['renew-deadline']}) must be less than --lease-duration (${leaseDuration.text}, from ${provenance['lease-duration']}): a leader must stop leading before another may take over`);
+  }
+
   return deepFreeze({
     command: 'run',
     kubeconfig,
@@ -432,6 +507,14 @@ export function parseControllerConfig(argv: readonly string[], env: Env): Contro
     argocdTrackingLabel: read('argocd-tracking-label', asLabelKey),
     logLevel: read('log-level', asEnum) as LogLevel,
     listPageSize: read('list-page-size', asInteger),
+    httpAddr: readOptional('http-addr', asAddress) ?? (kubeconfig.length > 0 ? '127.0.0.1:8080' : ':8080'),
+    leaderElect: read('leader-elect', asBoolean),
+    leaderElectionNamespace: readOptional('leader-election-namespace', asSingleNamespace),
+    leaderElectionId: read('leader-election-id', asLabelKey),
+    leaseDuration,
+    renewDeadline,
+    retryPeriod: read('retry-period', asDuration),
+    dryRun: read('dry-run', asBoolean),
     provenance,
   } satisfies ControllerConfig);
 }
@@ -462,7 +545,10 @@ function parseArgv(argv: readonly string[]): Cli {
     const spec = findControllerFlag(name);
     if (spec === undefined) throw new UsageError(`unknown flag --${name} (see driftless controller --help)`);
     let value: string;
-    if (equals !== -1) {
+    if (equals === -1 && spec.type === 'boolean') {
+      // A bare boolean flag means true and never takes the next argument as its value.
+      value = 'true';
+    } else if (equals !== -1) {
       value = arg.slice(equals + 1);
     } else {
       const next = argv[i + 1];
@@ -499,6 +585,25 @@ function asPath(given: Given): string {
 function asKubeconfig(given: Given): readonly string[] {
   if (given.from !== 'KUBECONFIG') return [given.text];
   return given.text.split(path.delimiter).filter((file) => file !== '');
+}
+
+function asBoolean(given: Given, spec: ControllerFlagSpec): boolean {
+  if (given.text === 'true') return true;
+  if (given.text === 'false') return false;
+  throw invalid(given, spec);
+}
+
+function asAddress(given: Given, spec: ControllerFlagSpec): string {
+  const match = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]*):(\d{1,5})$/.exec(given.text);
+  const port = Number(match?.[2] ?? Number.NaN);
+  if (match === null || !Number.isInteger(port) || port < 1 || port > 65535) throw invalid(given, spec);
+  return given.text;
+}
+
+function asSingleNamespace(given: Given, spec: ControllerFlagSpec): string {
+  const names = asNamespaceList(given, spec);
+  if (names.length !== 1) throw invalid(given, spec, 'name exactly one namespace');
+  return names[0] as string;
 }
 
 function asEnum(given: Given, spec: ControllerFlagSpec): string {
@@ -576,6 +681,10 @@ function allowedText(spec: ControllerFlagSpec): string {
       return `an integer ${rangeText(spec.range, String)}`;
     case 'number':
       return `a number ${rangeText(spec.range, String)}`;
+    case 'boolean':
+      return 'true or false (the bare flag means true)';
+    case 'address':
+      return 'host:port, :port (every interface) or [ipv6]:port, the port from 1 to 65535';
   }
 }
 
@@ -723,6 +832,8 @@ const PLACEHOLDERS: Readonly<Record<ControllerFlagType, string>> = {
   duration: 'DURATION',
   integer: 'N',
   number: 'N',
+  boolean: '[=true|false]',
+  address: 'HOST:PORT',
 };
 
 /** The `driftless controller --help` text, generated from CONTROLLER_FLAGS so it cannot drift from the parser. */

@@ -56,8 +56,37 @@ describe('parseControllerConfig: defaults', () => {
       argocdTrackingLabel: 'app.kubernetes.io/instance',
       logLevel: 'info',
       listPageSize: 100,
+      httpAddr: ':8080',
+      leaderElect: false,
+      leaderElectionNamespace: undefined,
+      leaderElectionId: 'driftless-controller',
+      leaseDuration: { ms: 15_000, text: '15s' },
+      renewDeadline: { ms: 10_000, text: '10s' },
+      retryPeriod: { ms: 2000, text: '2s' },
+      dryRun: false,
       provenance: Object.fromEntries(CONTROLLER_FLAGS.map((spec) => [spec.name, 'default'])),
     });
+  });
+
+  it('reads booleans bare, with =true/=false and from the environment, and never swallows the next argument', () => {
+    assert.equal(parse(['--dry-run']).dryRun, true);
+    assert.equal(parse(['--dry-run=false']).dryRun, false);
+    assert.equal(parse([], { DRIFTLESS_LEADER_ELECT: 'true' }).leaderElect, true);
+    const both = parse(['--leader-elect', '--dry-run']);
+    assert.equal(both.leaderElect, true);
+    assert.equal(both.dryRun, true);
+    assert.throws(() => parse(['--dry-run=yes']), /--dry-run.*true or false/);
+  });
+
+  it('listens on loopback by default in a local run, on every interface in a cluster', () => {
+    assert.equal(parse(['--kubeconfig', '/k']).httpAddr, '127.0.0.1:8080');
+    assert.equal(parse([]).httpAddr, ':8080');
+    assert.equal(parse(['--http-addr', '127.0.0.1:9090']).httpAddr, '127.0.0.1:9090');
+    assert.throws(() => parse(['--http-addr', 'localhost']), /--http-addr/);
+  });
+
+  it('refuses a renew deadline that is not shorter than the lease', () => {
+    assert.throws(() => parse(['--lease-duration=10s', '--renew-deadline=10s']), /--renew-deadline .* must be less than --lease-duration/);
   });
 
   it('has one config field per flag, named by the camelCase rule', () => {
