@@ -113,7 +113,7 @@ export interface ControllerConfig {
   readonly logLevel: LogLevel;
   /** Page size of ConfigMap and Secret lists (`limit`), so a list never holds a namespace's payload at once. */
   readonly listPageSize: number;
-  /** Where /healthz, /readyz and /metrics listen; `undefined` port 0 is not allowed. */
+  /** Where /healthz, /readyz and /metrics listen (port 0: any free port). */
   readonly httpAddr: string;
   /** Campaign for a Lease; only the leader writes. */
   readonly leaderElect: boolean;
@@ -596,7 +596,7 @@ function asBoolean(given: Given, spec: ControllerFlagSpec): boolean {
 function asAddress(given: Given, spec: ControllerFlagSpec): string {
   const match = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]*):(\d{1,5})$/.exec(given.text);
   const port = Number(match?.[2] ?? Number.NaN);
-  if (match === null || !Number.isInteger(port) || port < 1 || port > 65535) throw invalid(given, spec);
+  if (match === null || !Number.isInteger(port) || port > 65535) throw invalid(given, spec);
   return given.text;
 }
 
@@ -684,7 +684,7 @@ function allowedText(spec: ControllerFlagSpec): string {
     case 'boolean':
       return 'true or false (the bare flag means true)';
     case 'address':
-      return 'host:port, :port (every interface) or [ipv6]:port, the port from 1 to 65535';
+      return 'host:port, :port (every interface) or [ipv6]:port; port 0 picks a free one (logged at start)';
   }
 }
 

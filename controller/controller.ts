@@ -16,7 +16,10 @@ import { createEventRecorder } from './events.ts';
 import { createKubeClient, loadKubeConfig, type KubeClient } from './kube/client.ts';
 import { Reflector, type ReflectorSpec } from './kube/reflector.ts';
 import { OTHER_RESOURCES, WORKLOAD_RESOURCES, collectionPath, type ResourceSpec } from './kube/resources.ts';
-import { createWrites, type Writes } from './kube/writes.ts';
+import { createWrites, dryRunWrites, type Writes } from './kube/writes.ts';
+import type { HealthSources } from './http.ts';
+import { LeaderElector } from './leader.ts';
+import { createMetrics, type ControllerMetrics } from './metrics.ts';
 import type { ConfigSummary, WorkloadKindName } from './model.ts';
 import { WorkQueue } from './queue.ts';
 import { Reconciler } from './reconciler.ts';
@@ -35,8 +38,14 @@ export interface ControllerDeps {
   readonly log: Logger;
   readonly clock: Clock;
   readonly hashKey: HashKey | undefined;
-  /** Replaces the API writes (`--dry-run`, tests). */
+  /** Replaces the API writes (tests). */
   readonly writes?: (client: KubeClient) => Writes;
+  /** This replica's identity for leader election (pod name, else host name and a random suffix). */
+  readonly identity: string;
+  /** The Lease's namespace when `--leader-election-namespace` is not given (the pod's own). */
+  readonly defaultLeaseNamespace: string;
+  /** Leadership was lost: the process must stop (its caches may be behind the new leader's writes). */
+  readonly onLostLeadership: () => void;
 }
 
 /** A running controller. */
@@ -47,6 +56,8 @@ export interface RunningController {
   readonly reconciler: Reconciler;
   readonly queue: WorkQueue;
   readonly reflectors: readonly Reflector<unknown>[];
+  readonly metrics: ControllerMetrics;
+  readonly health: HealthSources;
   /** Stops taking work, waits for in-flight reconciles, stops the watches. */
   stop(): Promise<void>;
 }
@@ -56,15 +67,19 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
   const { log, clock } = deps;
   const kubeConfig = loadKubeConfig({ kubeconfig: config.kubeconfig });
   const limiter = new TokenBucket({ ratePerSecond: config.kubeQps, burst: config.kubeBurst, clock });
-  const client = createKubeClient(kubeConfig, limiter);
+  // Assigned below; the client's observer only runs once requests are made.
+  let metrics: ControllerMetrics | undefined;
+  const client = createKubeClient(kubeConfig, limiter, (verb, code) => metrics?.apiRequests.inc({ verb, code: String(code) }));
+  let elector: LeaderElector | undefined;
   const view = new ClusterView();
   const namespaceLabels = new Map<string, Readonly<Record<string, string>>>();
   const inScope = createScope({ ignore: config.ignoreNamespaces, selector: config.namespaceSelector }, (ns) => namespaceLabels.get(ns));
   const tracking: TrackingOptions = { method: config.argocdTrackingMethod, label: config.argocdTrackingLabel };
-  const events = createEventRecorder({ client, log, now: () => clock.now(), instance: hostname(), repeatMs: 10 * 60_000 });
+  const events = createEventRecorder({ client, log, now: () => clock.now(), instance: deps.identity || hostname(), repeatMs: 10 * 60_000 });
+  const writes = deps.writes?.(client) ?? (config.dryRun ? dryRunWrites((what) => log.info({ dryRun: true }, what)) : createWrites(client));
   const reconciler = new Reconciler({
     view,
-    writes: (deps.writes ?? createWrites)(client),
+    writes,
     events,
     clock,
     log,
@@ -77,6 +92,9 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
       maxConcurrentRestarts: config.maxConcurrentRestarts,
       blockedWarningMs: config.evictionBlockedWarning.ms,
     },
+    get metrics() {
+      return metrics;
+    },
   });
   let inFlight = 0;
   const queue = new WorkQueue({
@@ -84,10 +102,15 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
     clock,
     process: async (key) => {
       inFlight++;
+      const started = clock.now();
+      let result = 'error';
       try {
-        return await reconciler.reconcile(key);
+        const outcome = await reconciler.reconcile(key);
+        result = 'ok';
+        return outcome;
       } finally {
         inFlight--;
+        metrics?.reconcileSeconds.observe({ result }, (clock.now() - started) / 1000);
       }
     },
     onError: (key, error, attempt) => log.warn({ err: error, workload: key, attempt }, 'reconcile failed; retrying with backoff'),
@@ -112,6 +135,10 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
       clock,
       log,
       onChange: (_key, previous, next) => onChange(previous, next),
+      hooks: {
+        onList: () => metrics?.relists.inc({ resource: resource.plural }),
+        onWatch: () => metrics?.watchRestarts.inc({ resource: resource.plural }),
+      },
     });
     reflectors.push(reflector as Reflector<unknown>);
   }
@@ -153,12 +180,41 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
     });
   }
 
+  metrics = createMetrics({
+    queueDepth: () => queue.depth,
+    queueOldestSeconds: () => queue.oldestWaitMs() / 1000,
+    restartsInProgress: () => reconciler.restartingCount,
+    cacheSizes: () => ({ workloads: view.workloadCount, configs: view.configCount, pods: view.podCount }),
+    isLeader: () => elector === undefined || elector.isLeader,
+  });
+
   for (const reflector of reflectors) reflector.start();
   let resyncTimer: { cancel(): void } | undefined;
   let stopped = false;
-  const synced = Promise.all(reflectors.map((r) => r.whenSynced())).then(() => {
+  let allSynced = false;
+  const cachesSynced = Promise.all(reflectors.map((r) => r.whenSynced())).then(() => {
+    allSynced = !stopped;
+    if (allSynced) log.info({ workloads: view.workloadCount, configs: view.configCount, pods: view.podCount }, 'caches synced');
+  });
+  // Standbys keep their caches warm; only the leader (or the only replica) reconciles and writes.
+  const leading = new Promise<void>((resolve) => {
+    if (!config.leaderElect) {
+      resolve();
+      return;
+    }
+    elector = new LeaderElector(client, {
+      namespace: config.leaderElectionNamespace ?? deps.defaultLeaseNamespace,
+      name: config.leaderElectionId,
+      identity: deps.identity,
+      leaseDurationMs: config.leaseDuration.ms,
+      renewDeadlineMs: config.renewDeadline.ms,
+      retryPeriodMs: config.retryPeriod.ms,
+    }, clock, log);
+    elector.start({ onStartedLeading: resolve, onStoppedLeading: deps.onLostLeadership });
+  });
+  const synced = Promise.all([cachesSynced, leading]).then(() => {
     if (stopped) return;
-    log.info({ workloads: view.workloadCount, configs: view.configCount, pods: view.podCount }, 'caches synced; reconciling');
+    log.info('reconciling');
     queue.start();
     enqueue(view.workloadKeys());
     // Said once, for operators and tests: every workload has been looked at since the start.
@@ -185,10 +241,23 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
     reconciler,
     queue,
     reflectors,
+    metrics,
+    health: {
+      ready: () => allSynced,
+      unhealthy: () => {
+        // A watch silent past its bound (twice the silence timeout: the reflector itself restarts it after one).
+        const bound = 2 * config.watchSilenceTimeout.ms;
+        const now = clock.now();
+        const stale = reflectors.find((r) => r.synced && now - r.lastActivity > bound && !r.absent);
+        return stale === undefined ? undefined : `watch of ${stale.spec.name} silent for ${Math.round((now - stale.lastActivity) / 1000)}s`;
+      },
+    },
     async stop() {
       stopped = true;
       resyncTimer?.cancel();
       await queue.shutdown();
+      // Release the Lease after in-flight work, so the next leader starts from our last write.
+      await elector?.stop();
       await Promise.all(reflectors.map((r) => r.stop()));
       await client.close();
     },

@@ -4,11 +4,14 @@
  * reconciles finish and close the watches. The only `process.exit` of the
  * controller is here. Exit codes: 0 stopped by a signal, 2 usage, 1 anything else.
  */
+import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
+import { hostname } from 'node:os';
 import { UsageError } from '../plugin/errors.ts';
 import { systemClock } from './clock.ts';
 import { controllerUsageText, parseControllerConfig } from './config.ts';
 import { startController } from './controller.ts';
+import { startHttpServer } from './http.ts';
 import { KubeConfigError } from './kube/errors.ts';
 import { createLogger } from './log.ts';
 
@@ -40,9 +43,30 @@ async function main(argv: readonly string[]): Promise<number> {
   } else {
     log.warn('no --hash-key-file: config digests on workloads are plain SHA-256, which anyone who can read a workload could brute-force for a short Secret');
   }
+  // The pod's namespace, for the Lease; a local run uses `default`.
+  const podNamespace = (await readFile('/var/run/secrets/kubernetes.io/serviceaccount/namespace', 'utf8').catch(() => 'default')).trim() || 'default';
+  let lostLeadership = false;
+  const stopSignal = new Promise<string>((resolve) => {
+    process.once('SIGTERM', () => resolve('SIGTERM'));
+    process.once('SIGINT', () => resolve('SIGINT'));
+  });
+  let onLost: () => void = () => undefined;
+  const lost = new Promise<string>((resolve) => {
+    onLost = () => resolve('lost leadership');
+  });
   let controller;
   try {
-    controller = startController(config, { log, clock: systemClock(), hashKey });
+    controller = startController(config, {
+      log,
+      clock: systemClock(),
+      hashKey,
+      identity: process.env['POD_NAME'] || `${hostname()}_${randomBytes(4).toString('hex')}`,
+      defaultLeaseNamespace: podNamespace,
+      onLostLeadership: () => {
+        lostLeadership = true;
+        onLost();
+      },
+    });
   } catch (error) {
     if (error instanceof KubeConfigError) {
       process.stderr.write(`driftless controller: ${error.message}\n`);
@@ -50,15 +74,22 @@ async function main(argv: readonly string[]): Promise<number> {
     }
     throw error;
   }
-  log.info({ namespaces: config.namespaces ?? 'all', mode: config.mode, strategy: config.restartStrategy }, 'started');
-  const signal = await new Promise<string>((resolve) => {
-    process.once('SIGTERM', () => resolve('SIGTERM'));
-    process.once('SIGINT', () => resolve('SIGINT'));
-  });
-  log.info({ signal }, 'stopping: finishing in-flight work');
+  let http;
+  try {
+    http = await startHttpServer(config.httpAddr, controller.health, controller.metrics.registry);
+  } catch (error) {
+    process.stderr.write(`driftless controller: --http-addr ${config.httpAddr}: cannot listen (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})\n`);
+    await controller.stop();
+    return 2;
+  }
+  log.info({ namespaces: config.namespaces ?? 'all', mode: config.mode, strategy: config.restartStrategy, http: `${config.httpAddr.replace(/:\d+$/, '')}:${http.port}`, leaderElect: config.leaderElect, dryRun: config.dryRun }, 'started');
+  const reason = await Promise.race([stopSignal, lost]);
+  log.info({ reason }, 'stopping: finishing in-flight work');
   await controller.stop();
+  await http.close();
   log.info('stopped');
-  return 0;
+  // Losing the Lease is not a clean stop: exit non-zero so the pod restarts as a standby.
+  return lostLeadership ? 1 : 0;
 }
 
 process.exitCode = await main(process.argv.slice(3)).catch((error: unknown) => {

@@ -17,6 +17,7 @@ import { parseWorkloadKey, workloadKey, type ClusterView } from './cache/cluster
 import type { Clock } from './clock.ts';
 import { compareDigests, outOfBandDigests, resolveStrategy, selectConfigs, type ResolvedStrategy } from './decide.ts';
 import type { EventRecorder } from './events.ts';
+import type { ControllerMetrics } from './metrics.ts';
 import type { PodSummary, RestartStrategy, WorkloadSummary } from './model.ts';
 import type { ProcessResult } from './queue.ts';
 import { planEvictions, restartWarnings } from './restart/evict-plan.ts';
@@ -44,6 +45,7 @@ export interface ReconcilerDeps {
   readonly options: ReconcileOptions;
   /** False for a namespace out of scope (ignored, or not matching the namespace selector). */
   readonly inScope: (namespace: string) => boolean;
+  readonly metrics?: ControllerMetrics;
 }
 
 /** How long an evicted pod's UID is remembered while the watch has not yet shown its deletion. */
@@ -119,6 +121,7 @@ export class Reconciler {
         const changed = verdict.changed.map((c) => `${c.replace('/', ' ')}`).join(', ');
         if (strategy === 'record-only') {
           await this.#apply(workload, { restartedFor: formatDigestMap(current), restartAt: optionalTime(restartAt), templateRestartedAt: workload.templateRestartedAt });
+          this.#deps.metrics?.restartsSkipped.inc({ kind: workload.kind, namespace: workload.namespace, reason: workload.kind === 'CronJob' ? 'cronjob' : 'strategy-none' });
           await this.#deps.events.normal(workload, 'RestartSkipped', `${changed} changed; ${workload.kind === 'CronJob' ? 'a CronJob\'s next Job reads the new config' : 'restart-strategy none'}: recorded only`);
           return undefined;
         }
@@ -134,6 +137,12 @@ export class Reconciler {
         });
         this.#restarting.add(key);
         this.#blockedSince.delete(key);
+        const metrics = this.#deps.metrics;
+        if (metrics !== undefined) {
+          metrics.restartsStarted.inc({ kind: workload.kind, namespace: workload.namespace, strategy });
+          metrics.reloaderReloadExecuted.inc({ success: 'true', namespace: workload.namespace });
+          metrics.changeToRestartSeconds.observe({ kind: workload.kind }, Math.max(0, now - Math.max(...verdict.changed.map(seenAt))) / 1000);
+        }
         await this.#deps.events.normal(workload, 'RestartStarted', `${changed} changed: replacing the pods created before ${formatTime(restartAt)} (${describeStrategy(strategy)})`);
         for (const warning of strategy === 'evict' ? restartWarnings(workload) : []) await this.#deps.events.warning(workload, 'RestartWarning', warning);
         break;
@@ -192,6 +201,7 @@ export class Reconciler {
         return this.#done(key, workload, restartAt);
       case 'skip':
         this.#finish(key);
+        this.#deps.metrics?.restartsSkipped.inc({ kind: workload.kind, namespace: workload.namespace, reason: 'pending-revision' });
         await this.#deps.events.warning(workload, 'RestartSkipped', plan.reason);
         return undefined;
       case 'wait':
@@ -202,12 +212,14 @@ export class Reconciler {
         this.#restarting.add(key);
         for (const pod of plan.pods) {
           const { outcome, message } = await this.#deps.writes.evict(pod);
+          this.#deps.metrics?.evictions.inc({ namespace: pod.namespace, outcome });
           if (outcome === 'evicted' || outcome === 'gone') {
             this.#evicted.set(pod.uid, now);
             this.#blockedSince.delete(key);
             this.#deps.log.info({ workload: key, pod: pod.name }, 'evicted');
             continue;
           }
+          this.#deps.metrics?.restartsBlocked.inc({ kind: workload.kind, namespace: workload.namespace, strategy });
           const since = this.#blockedSince.get(key) ?? now;
           this.#blockedSince.set(key, since);
           if (now - since >= options.blockedWarningMs) {
@@ -234,6 +246,7 @@ export class Reconciler {
 
   async #done(key: string, workload: WorkloadSummary, restartAt: number): Promise<ProcessResult> {
     if (this.#finish(key)) {
+      this.#deps.metrics?.restartsFinished.inc({ kind: workload.kind, namespace: workload.namespace, strategy: resolveStrategy(workload, this.#deps.options.defaultStrategy).strategy });
       await this.#deps.events.normal(workload, 'RestartFinished', `every pod created before ${formatTime(restartAt)} was replaced`);
     }
     return undefined;

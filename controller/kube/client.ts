@@ -111,7 +111,7 @@ function describeStatus(text: string): { reason: string; message: string } {
  * `limiter` (the client-side QPS), so one Secret used by 500 workloads cannot
  * flood the API server.
  */
-export function createKubeClient(config: KubeConfig, limiter: RequestLimiter): KubeClient {
+export function createKubeClient(config: KubeConfig, limiter: RequestLimiter, observe?: (method: string, status: number) => void): KubeClient {
   const cluster = config.getCurrentCluster();
   if (cluster === null) throw new KubeConfigError('the kubeconfig has no current cluster');
   const server = cluster.server.replace(/\/+$/, '');
@@ -154,8 +154,10 @@ export function createKubeClient(config: KubeConfig, limiter: RequestLimiter): K
           ...(options.signal === undefined ? {} : { signal: options.signal }),
         });
       } catch (error) {
+        observe?.(method, 0);
         throw new KubeTransportError(method, path, { cause: error });
       }
+      observe?.(method, response.statusCode);
       // A rotated token: derive the headers once more before giving up.
       if (response.statusCode === 401 && !retriedAuth) {
         await response.body.dump();

@@ -52,6 +52,12 @@ export interface ReflectorTiming {
   readonly backoffMaxMs: number;
 }
 
+/** Optional observers, for metrics. */
+export interface ReflectorHooks {
+  onList?(): void;
+  onWatch?(): void;
+}
+
 /** Called for every change of the store, after the store was updated. */
 export type ChangeHandler<S> = (key: string, previous: S | undefined, next: S | undefined) => void;
 
@@ -114,6 +120,7 @@ export class Reflector<S> {
   readonly #clock: Clock;
   readonly #log: Logger;
   readonly #onChange: ChangeHandler<S>;
+  readonly #hooks: ReflectorHooks;
   readonly #stopping = new AbortController();
   #synced = false;
   #absent = false;
@@ -122,13 +129,14 @@ export class Reflector<S> {
   #loop: Promise<void> | undefined;
   readonly #syncWaiters: (() => void)[] = [];
 
-  constructor(spec: ReflectorSpec<S>, deps: { client: KubeClient; timing: ReflectorTiming; clock: Clock; log: Logger; onChange: ChangeHandler<S> }) {
+  constructor(spec: ReflectorSpec<S>, deps: { client: KubeClient; timing: ReflectorTiming; clock: Clock; log: Logger; onChange: ChangeHandler<S>; hooks?: ReflectorHooks }) {
     this.spec = spec;
     this.#client = deps.client;
     this.#timing = deps.timing;
     this.#clock = deps.clock;
     this.#log = deps.log.child({ reflector: spec.name });
     this.#onChange = deps.onChange;
+    this.#hooks = deps.hooks ?? {};
   }
 
   /** The reduced objects by `namespace/name`. */
@@ -256,6 +264,7 @@ export class Reflector<S> {
   /** A full paged list, reconciled against the store: vanished objects are deleted, changed ones updated. */
   async #list(signal: AbortSignal): Promise<void> {
     this.stats.lists++;
+    this.#hooks.onList?.();
     const seen = new Set<string>();
     let continueToken: string | undefined;
     let resourceVersion = '';
@@ -296,6 +305,7 @@ export class Reflector<S> {
    */
   async #watch(signal: AbortSignal, resyncAt: number): Promise<boolean> {
     this.stats.watches++;
+    this.#hooks.onWatch?.();
     const stream = new AbortController();
     const abortStream = (): void => stream.abort();
     signal.addEventListener('abort', abortStream, { once: true });
@@ -310,6 +320,8 @@ export class Reflector<S> {
         allowWatchBookmarks: true,
         timeoutSeconds,
       }), stream.signal);
+      // An open watch is alive even before its first event (a quiet collection).
+      this.#lastActivity = this.#clock.now();
       for await (const line of lines) {
         silence.cancel();
         silence = this.#clock.setTimer(() => stream.abort(), this.#timing.silenceMs);

@@ -50,7 +50,7 @@ export async function startControllerProcess(cluster: Cluster, options: Controll
   }
   const args = options.args ?? [];
   // Test-friendly defaults, each unless the test sets the flag itself.
-  const defaults = ['--debounce=500ms', '--restart-check-interval=500ms', '--log-level=debug']
+  const defaults = ['--debounce=500ms', '--restart-check-interval=500ms', '--log-level=debug', '--http-addr=127.0.0.1:0']
     .filter((flag) => !args.some((arg) => arg.startsWith(`${flag.split('=')[0] as string}=`)));
   const child: ChildProcess = spawn(process.execPath, [bin, 'controller', `--kubeconfig=${kubeconfigPath}`, ...defaults, ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
