@@ -1,0 +1,250 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { pino } from 'pino';
+import { FakeClock, settle } from '../../controller/clock.ts';
+import type { KubeClient, RequestOptions, WatchStream } from '../../controller/kube/client.ts';
+import { KubeApiError } from '../../controller/kube/errors.ts';
+import { Reflector, type ReflectorTiming } from '../../controller/kube/reflector.ts';
+
+type Query = Readonly<Record<string, string | number | boolean | undefined>>;
+
+/** A list answer: a page, or an error the request throws. */
+type ListStep = { readonly items: unknown[]; readonly continue?: string; readonly resourceVersion?: string } | Error;
+/** A watch answer: lines, then the server closes the stream or keeps it open; or an error opening it. */
+type WatchStep = { readonly lines: readonly unknown[]; readonly end: 'close' | 'hang' } | Error;
+
+function aborted(signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal === undefined) return;
+    if (signal.aborted) resolve();
+    else signal.addEventListener('abort', () => resolve(), { once: true });
+  });
+}
+
+/** A KubeClient answering from scripts; once a script is used up, requests wait until aborted. */
+class ScriptedClient implements KubeClient {
+  readonly server = 'https://fake';
+  readonly lists: Query[] = [];
+  readonly watches: Query[] = [];
+  readonly #listSteps: ListStep[];
+  readonly #watchSteps: WatchStep[];
+
+  constructor(lists: ListStep[], watches: WatchStep[]) {
+    this.#listSteps = lists;
+    this.#watchSteps = watches;
+  }
+
+  async request<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
+    assert.equal(method, 'GET');
+    assert.equal(path, '/api/v1/namespaces/prod/configmaps');
+    this.lists.push(options.query ?? {});
+    const step = this.#listSteps.shift();
+    if (step === undefined) {
+      await aborted(options.signal);
+      throw new Error('aborted');
+    }
+    if (step instanceof Error) throw step;
+    return { items: step.items, metadata: { resourceVersion: step.resourceVersion ?? '', continue: step.continue } } as T;
+  }
+
+  async watch(path: string, query: Query, signal: AbortSignal): Promise<WatchStream> {
+    assert.equal(path, '/api/v1/namespaces/prod/configmaps');
+    this.watches.push(query);
+    const step = this.#watchSteps.shift();
+    if (step instanceof Error) throw step;
+    const lines = step?.lines ?? [];
+    const end = step?.end ?? 'hang';
+    return {
+      lines: (async function* () {
+        for (const line of lines) yield JSON.stringify(line);
+        if (end === 'hang') await aborted(signal);
+      })(),
+    };
+  }
+
+  async close(): Promise<void> {}
+}
+
+interface Summary {
+  readonly resourceVersion: string;
+  readonly value: string;
+}
+
+function cm(name: string, resourceVersion: string, value = name): unknown {
+  return { metadata: { name, namespace: 'prod', resourceVersion }, data: { v: value } };
+}
+
+const TIMING: ReflectorTiming = { silenceMs: 60_000, resyncMs: 3_600_000, backoffBaseMs: 1_000, backoffMaxMs: 30_000 };
+
+type Change = readonly [key: string, previous: string | undefined, next: string | undefined];
+
+function start(client: ScriptedClient, options: { clock?: FakeClock; onChange?: (change: Change) => void } = {}) {
+  const clock = options.clock ?? new FakeClock(1_000_000);
+  const changes: Change[] = [];
+  const reflector = new Reflector<Summary>({
+    name: 'configmaps in prod',
+    path: '/api/v1/namespaces/prod/configmaps',
+    labelSelector: 'team=a',
+    pageSize: 2,
+    reduce: (raw) => {
+      const object = raw as { metadata: { resourceVersion: string }; data: { v: string } };
+      return { resourceVersion: object.metadata.resourceVersion, value: object.data.v };
+    },
+  }, {
+    client,
+    timing: TIMING,
+    clock,
+    log: pino({ enabled: false }),
+    onChange: (key, previous, next) => {
+      const change: Change = [key, previous?.value, next?.value];
+      changes.push(change);
+      options.onChange?.(change);
+    },
+  });
+  reflector.start();
+  return { reflector, clock, changes };
+}
+
+/** Lets the loop run until `predicate` holds, within a bounded number of event-loop turns. */
+async function until(description: string, predicate: () => boolean): Promise<void> {
+  for (let turn = 0; turn < 200; turn++) {
+    if (predicate()) return;
+    await settle();
+  }
+  assert.fail(`never happened: ${description}`);
+}
+
+test('a paged list fills the store, marks synced, then watches from the list’s resourceVersion', async () => {
+  const client = new ScriptedClient([
+    { items: [cm('a', '1'), cm('b', '2')], continue: 'page-2' },
+    { items: [cm('c', '3')], resourceVersion: '100' },
+  ], []);
+  const { reflector, changes } = start(client);
+  assert.equal(reflector.synced, false);
+  await reflector.whenSynced();
+  assert.equal(reflector.synced, true);
+  assert.deepEqual([...reflector.store.keys()], ['prod/a', 'prod/b', 'prod/c']);
+  assert.deepEqual(changes, [['prod/a', undefined, 'a'], ['prod/b', undefined, 'b'], ['prod/c', undefined, 'c']]);
+  assert.deepEqual(client.lists, [
+    { labelSelector: 'team=a', fieldSelector: undefined, limit: 2, continue: undefined },
+    { labelSelector: 'team=a', fieldSelector: undefined, limit: 2, continue: 'page-2' },
+  ]);
+  await until('the watch', () => client.watches.length === 1);
+  assert.equal(client.watches[0]?.['resourceVersion'], '100');
+  assert.equal(client.watches[0]?.['allowWatchBookmarks'], true);
+  assert.equal(client.watches[0]?.['labelSelector'], 'team=a');
+  await reflector.stop();
+});
+
+test('a 410 on the watch relists; the relist removes vanished objects and skips unchanged ones', async () => {
+  const client = new ScriptedClient([
+    { items: [cm('a', '1'), cm('b', '2')], resourceVersion: '10' },
+    { items: [cm('a', '1'), cm('c', '15')], resourceVersion: '20' },
+  ], [
+    { lines: [{ type: 'MODIFIED', object: cm('b', '11', 'b2') }, { type: 'ERROR', object: { kind: 'Status', code: 410, reason: 'Expired', message: 'too old resource version' } }], end: 'hang' },
+  ]);
+  const { reflector, changes } = start(client);
+  await until('the second watch', () => client.watches.length === 2);
+  assert.equal(reflector.stats.lists, 2);
+  assert.equal(reflector.stats.errors, 0, 'a 410 is routine, not an error');
+  assert.equal(client.watches[1]?.['resourceVersion'], '20');
+  assert.deepEqual([...reflector.store.keys()].sort(), ['prod/a', 'prod/c']);
+  assert.deepEqual(changes, [
+    ['prod/a', undefined, 'a'],
+    ['prod/b', undefined, 'b'],
+    ['prod/b', 'b', 'b2'],
+    ['prod/c', undefined, 'c'],
+    ['prod/b', 'b2', undefined],
+  ]);
+  await reflector.stop();
+});
+
+test('another watch error backs off, then watches again from the last resourceVersion', async () => {
+  const client = new ScriptedClient([{ items: [cm('a', '1')], resourceVersion: '10' }], [
+    { lines: [{ type: 'ADDED', object: cm('b', '11') }, { type: 'ERROR', object: { kind: 'Status', code: 500, reason: 'InternalError' } }], end: 'hang' },
+    new KubeApiError('WATCH', '/api/v1/namespaces/prod/configmaps', 503, 'ServiceUnavailable', ''),
+  ]);
+  const { reflector, clock } = start(client);
+  await until('the first error', () => reflector.stats.errors === 1);
+  await clock.advanceAsync(999);
+  assert.equal(client.watches.length, 1, 'still backing off');
+  await clock.advanceAsync(1);
+  await until('the second watch', () => client.watches.length === 2);
+  assert.equal(client.watches[1]?.['resourceVersion'], '11');
+  // The second attempt fails to open: the backoff doubles.
+  await until('the second error', () => reflector.stats.errors === 2);
+  await clock.advanceAsync(1_999);
+  assert.equal(client.watches.length, 2);
+  await clock.advanceAsync(1);
+  await until('the third watch', () => client.watches.length === 3);
+  assert.equal(client.watches[2]?.['resourceVersion'], '11');
+  assert.equal(reflector.stats.lists, 1, 'no relist for a non-410 error');
+  await reflector.stop();
+});
+
+test('a BOOKMARK advances the resourceVersion without a change', async () => {
+  const client = new ScriptedClient([{ items: [cm('a', '1')], resourceVersion: '10' }], [
+    { lines: [{ type: 'BOOKMARK', object: { kind: 'ConfigMap', metadata: { resourceVersion: '50' } } }], end: 'close' },
+  ]);
+  const { reflector, changes } = start(client);
+  await until('the second watch', () => client.watches.length === 2);
+  assert.equal(client.watches[1]?.['resourceVersion'], '50');
+  assert.deepEqual(changes, [['prod/a', undefined, 'a']]);
+  assert.equal(reflector.stats.errors, 0);
+  await reflector.stop();
+});
+
+test('a 404 on the list means absent and synced; a later list clears absent', async () => {
+  const client = new ScriptedClient([
+    new KubeApiError('GET', '/api/v1/namespaces/prod/configmaps', 404, 'NotFound', 'the server could not find the requested resource'),
+    { items: [cm('a', '1')], resourceVersion: '10' },
+  ], []);
+  const { reflector, clock } = start(client);
+  await reflector.whenSynced();
+  assert.equal(reflector.absent, true);
+  assert.equal(reflector.synced, true);
+  assert.equal(reflector.store.size, 0);
+  assert.equal(client.watches.length, 0, 'nothing to watch');
+  await clock.advanceAsync(1_000);
+  await until('the second list', () => client.lists.length === 2 && client.watches.length === 1);
+  assert.equal(reflector.absent, false);
+  assert.deepEqual([...reflector.store.keys()], ['prod/a']);
+  await reflector.stop();
+});
+
+test('a throwing handler does not stop the loop, and the store is updated all the same', async () => {
+  const client = new ScriptedClient([{ items: [cm('a', '1'), cm('b', '2')], resourceVersion: '10' }], [
+    { lines: [{ type: 'ADDED', object: cm('c', '11') }, { type: 'DELETED', object: cm('a', '12') }], end: 'hang' },
+  ]);
+  const { reflector, changes } = start(client, {
+    onChange: () => {
+      throw new Error('handler bug');
+    },
+  });
+  await until('every event', () => changes.length === 4);
+  assert.deepEqual([...reflector.store.keys()].sort(), ['prod/b', 'prod/c']);
+  assert.equal(reflector.synced, true);
+  assert.equal(reflector.stats.errors, 0);
+  assert.equal(client.watches.length, 1);
+  await reflector.stop();
+});
+
+test('stop() ends the loop, in a watch or in a backoff', async () => {
+  const watching = new ScriptedClient([{ items: [], resourceVersion: '10' }], []);
+  const first = start(watching);
+  await until('the watch', () => watching.watches.length === 1);
+  await first.reflector.stop();
+  await first.clock.advanceAsync(TIMING.resyncMs * 2);
+  assert.equal(watching.watches.length, 1);
+  assert.equal(watching.lists.length, 1);
+
+  const failing = new ScriptedClient([new KubeApiError('GET', '/api/v1/namespaces/prod/configmaps', 500, 'InternalError', '')], []);
+  const second = start(failing);
+  await until('the error', () => second.reflector.stats.errors === 1);
+  await second.reflector.stop();
+  await second.clock.advanceAsync(TIMING.backoffMaxMs * 2);
+  assert.equal(failing.lists.length, 1);
+  assert.equal(second.clock.pendingTimers, 0, 'no timer left armed');
+  assert.equal(second.reflector.synced, false, 'a failed list never counts as synced');
+  await second.reflector.whenSynced();
+});
