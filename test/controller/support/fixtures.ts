@@ -77,8 +77,9 @@ export interface WorkloadOptions {
 export function workload(kind: 'Deployment' | 'StatefulSet' | 'DaemonSet' | 'Rollout', name: string, options: WorkloadOptions): KubeObject {
   const labels = { app: name };
   const spec: Record<string, unknown> = {
-    selector: { matchLabels: labels },
-    template: usingConfigs(labels, options.uses, options.templateAnnotations),
+    // Separate objects: a test that changes the template's labels must not change the (immutable) selector.
+    selector: { matchLabels: { ...labels } },
+    template: usingConfigs({ ...labels }, options.uses, options.templateAnnotations),
     ...(kind === 'DaemonSet' ? {} : { replicas: options.replicas ?? 2 }),
     ...(kind === 'StatefulSet' ? { serviceName: name } : {}),
     ...(kind === 'Rollout' ? { strategy: { canary: { steps: [{ setWeight: 50 }, { pause: { duration: '1s' } }] } } } : {}),
