@@ -12,7 +12,7 @@
  * The rule assumes the plugin selected at least what the controller selects
  * (true with the defaults: plugin `all`, controller `annotated`).
  */
-import { CONFIG_KINDS, decide as decidePolicy, namedMatch, readWorkloadPolicy, type ConfigKind, type PolicyDecision, type PolicyMode } from '../core/index.ts';
+import { ANNOTATIONS, CONFIG_KINDS, decide as decidePolicy, namedMatch, readWorkloadPolicy, type ConfigKind, type PolicyDecision, type PolicyMode } from '../core/index.ts';
 import { ABSENT, BOOKKEEPING, RELOADER_ROLLOUT_STRATEGY, configKey, restartTimeFor, type DigestMap } from './bookkeeping.ts';
 import type { ConfigSummary, RestartStrategy, WorkloadSummary } from './model.ts';
 
@@ -63,7 +63,10 @@ function classify(workload: WorkloadSummary, config: ConfigSummary | undefined):
  * Reloader annotation, as the plugin would.
  */
 export function selectConfigs(workload: WorkloadSummary, templateSource: WorkloadSummary, lookup: ConfigLookup, mode: PolicyMode): Selection {
-  const policy = readWorkloadPolicy(templateSource.policyManifest);
+  // A Rollout that borrows a Deployment's template is read like the plugin reads it (the Deployment's
+  // annotations), unless the Rollout carries Reloader annotations itself: users annotate what they restart.
+  const policySource = workload !== templateSource && hasReloaderAnnotation(workload) ? workload : templateSource;
+  const policy = readWorkloadPolicy(policySource.policyManifest);
   const candidates = new Map<string, { kind: ConfigKind; name: string; referenced: boolean }>();
   for (const reference of templateSource.references) {
     candidates.set(configKey(reference.kind, reference.name), { kind: reference.kind, name: reference.name, referenced: true });
@@ -88,6 +91,12 @@ export function selectConfigs(workload: WorkloadSummary, templateSource: Workloa
     configs.push(Object.freeze({ kind: candidate.kind, name: candidate.name, decision, ...classify(workload, summary), summary }));
   }
   return Object.freeze({ configs: Object.freeze(configs), skipped: Object.freeze(skipped) });
+}
+
+function hasReloaderAnnotation(workload: WorkloadSummary): boolean {
+  const annotations = (workload.policyManifest.object.metadata as { annotations?: Record<string, string> } | undefined)?.annotations ?? {};
+  const policyKeys = [ANNOTATIONS.auto, ANNOTATIONS.search, ...Object.values(ANNOTATIONS.typedAuto), ...Object.values(ANNOTATIONS.named), ...Object.values(ANNOTATIONS.exclude)];
+  return policyKeys.some((key) => Object.hasOwn(annotations, key));
 }
 
 /** The digests of the out-of-band configs of a selection. */

@@ -125,6 +125,17 @@ test('selectConfigs: the template source supplies references and policy (a Rollo
   assert.deepEqual(selectConfigs(rollout, source, lookupOf(config('Secret', 'db')), 'annotated').configs.map((c) => c.name), ['db']);
 });
 
+test("selectConfigs: a Rollout's own Reloader policy annotations win over the borrowed Deployment's; its rollout-strategy alone does not", () => {
+  const source = workload('Deployment', 'web-template', { secrets: ['db'] });
+  const ref = { template: undefined, workloadRef: { apiVersion: 'apps/v1', kind: 'Deployment', name: 'web-template' } };
+  const annotated = workload('Rollout', 'web', { spec: ref, annotations: { 'reloader.stakater.com/auto': 'true' } });
+  assert.deepEqual(selectConfigs(annotated, source, lookupOf(config('Secret', 'db')), 'annotated').configs.map((c) => c.name), ['db']);
+  const strategyOnly = workload('Rollout', 'web', { spec: ref, annotations: { 'reloader.stakater.com/rollout-strategy': 'restart' } });
+  const sourceAnnotated = workload('Deployment', 'web-template', { secrets: ['db'], annotations: { 'reloader.stakater.com/auto': 'true' } });
+  assert.deepEqual(selectConfigs(strategyOnly, sourceAnnotated, lookupOf(config('Secret', 'db')), 'annotated').configs.map((c) => c.name), ['db']);
+  assert.deepEqual(selectConfigs(strategyOnly, source, lookupOf(config('Secret', 'db')), 'annotated').configs, []);
+});
+
 test('selectConfigs: a bad regex in a named annotation throws ManifestError', () => {
   const w = workload('Deployment', 'web', { annotations: { 'secret.reloader.stakater.com/reload': 'db-(' } });
   assert.throws(() => selectConfigs(w, w, lookupOf(config('Secret', 'db-1')), 'annotated'), ManifestError);
