@@ -40,6 +40,18 @@ function remove<K, V>(map: Map<K, Set<V>>, key: K, value: V): void {
 interface ProviderClassState {
   readonly versions: string;
   readonly seenAt: number;
+  /** The resourceVersion of the pod status that reported these versions. */
+  readonly reportedIn: string;
+}
+
+/**
+ * True when resourceVersion `a` is newer than `b`. Kubernetes calls resourceVersions opaque; every API
+ * server backed by etcd writes its revision there, and that order is the only way to tell which of two
+ * pod statuses listed at start was written last. Unparsable versions count as newer (the old behaviour).
+ */
+function newerVersion(a: string, b: string): boolean {
+  if (!/^\d+$/.test(a) || !/^\d+$/.test(b)) return true;
+  return a.length !== b.length ? a.length > b.length : a > b;
 }
 
 /** Summaries and indexes; see the module comment. */
@@ -134,7 +146,10 @@ export class ClusterView {
     const state = this.#providerClasses.get(classKey);
     if (state !== undefined && state.versions === next.versions) return [];
     if (state !== undefined && previous !== undefined && previous.versions === next.versions) return [];
-    this.#providerClasses.set(classKey, { versions: next.versions, seenAt: now });
+    // A status first seen (at start, in list order) that reports versions older than the class's must not
+    // move the class back: only a status written after the one that set the state may change it.
+    if (state !== undefined && previous === undefined && !newerVersion(next.resourceVersion, state.reportedIn)) return [];
+    this.#providerClasses.set(classKey, { versions: next.versions, seenAt: now, reportedIn: next.resourceVersion });
     return this.dependentsOf(next.namespace, 'SecretProviderClass', next.className);
   }
 

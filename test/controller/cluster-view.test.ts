@@ -126,3 +126,17 @@ test('a SecretProviderClass rotation across several pod statuses is one content 
   assert.equal(summary?.digest, 'v1:new');
   assert.equal(summary?.seenAt, 5_000, 'first seen when the first pod reported it');
 });
+
+test('pod statuses listed at start in mixed order: the one written last decides, an older one never moves the class back', () => {
+  const view = new ClusterView();
+  view.workloadChanged(undefined, workload('Deployment', 'web', { annotations: { 'secretproviderclass.reloader.stakater.com/reload': 'vault' } }));
+  const rotated = { ...providerStatus('web-1', 'v1:new'), resourceVersion: '120' };
+  const stale = { ...providerStatus('web-2', 'v1:old'), resourceVersion: '90' };
+  view.providerStatusChanged(undefined, rotated, 1_000);
+  assert.deepEqual(view.providerStatusChanged(undefined, stale, 1_001), [], 'an older status listed later is not a change');
+  assert.equal(view.configLookup('prod').get('SecretProviderClass', 'vault')?.digest, 'v1:new');
+  // A pod created after the rotation (a newer status) with other versions is news, and counts.
+  const newer = { ...providerStatus('web-3', 'v1:newest'), resourceVersion: '130' };
+  assert.deepEqual(view.providerStatusChanged(undefined, newer, 2_000), [WEB]);
+  assert.equal(view.configLookup('prod').get('SecretProviderClass', 'vault')?.digest, 'v1:newest');
+});
