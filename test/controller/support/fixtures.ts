@@ -10,6 +10,19 @@ import { waitFor } from '../../cluster/wait.ts';
 /** A Secret value no log, Event or error may ever contain (nor its base64). */
 export const SECRET_VALUE = 'hunter2-do-not-leak-7f3a';
 
+/**
+ * Every Secret value the fixtures write ends in this canary, so that every
+ * controller process of the whole test run can be checked for a leak of any
+ * of them (support/process.ts scans its logs and stderr at stop), not only
+ * the one test that looks for SECRET_VALUE.
+ */
+export const LEAK_CANARY = 'Zq7-leak-canary';
+
+/** The value as stored: the test's value plus the canary. */
+export function storedSecretValue(value: string): string {
+  return `${value}.${LEAK_CANARY}`;
+}
+
 /** Kind → collection path. */
 export const COLLECTIONS = {
   Deployment: (ns: string) => `/apis/apps/v1/namespaces/${ns}/deployments`,
@@ -22,7 +35,7 @@ export const COLLECTIONS = {
 
 /** A Secret, with annotations. */
 export function secret(name: string, value: string, options: { annotations?: Record<string, string> } = {}): KubeObject {
-  return { apiVersion: 'v1', kind: 'Secret', metadata: { name, annotations: options.annotations ?? {} }, stringData: { password: value } };
+  return { apiVersion: 'v1', kind: 'Secret', metadata: { name, annotations: options.annotations ?? {} }, stringData: { password: storedSecretValue(value) } };
 }
 
 /**
@@ -115,7 +128,7 @@ export function uids(pods: readonly KubeObject[]): string[] {
 
 /** Replaces the Secret's value out of band (as an operator would), keeping its metadata. */
 export async function rotateSecret(client: ApiClient, namespace: string, name: string, value: string): Promise<void> {
-  await client.request('PATCH', `${COLLECTIONS.Secret(namespace)}/${name}`, { stringData: { password: value } }, { contentType: 'application/merge-patch+json' });
+  await client.request('PATCH', `${COLLECTIONS.Secret(namespace)}/${name}`, { stringData: { password: storedSecretValue(value) } }, { contentType: 'application/merge-patch+json' });
 }
 
 /** Events whose involved object is the named object, oldest first. */

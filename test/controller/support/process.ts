@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { Cluster } from '../../cluster/harness.ts';
 import { waitFor } from '../../cluster/wait.ts';
+import { LEAK_CANARY } from './fixtures.ts';
 
 const bin = join(import.meta.dirname, '..', '..', '..', 'bin', 'driftless.js');
 
@@ -76,6 +77,14 @@ export async function startControllerProcess(cluster: Cluster, options: Controll
   const abortIf = (): void => {
     if (exitCode !== undefined) throw new Error(`the controller exited with ${String(exitCode)}: ${stderr}\n${lines.slice(-20).map((l) => JSON.stringify(l)).join('\n')}`);
   };
+  /** No Secret value written by the fixtures (they all carry the canary), nor its base64 prefix, in anything the process said. */
+  const assertNoLeak = (): void => {
+    const said = `${lines.map((line) => JSON.stringify(line)).join('\n')}\n${stderr}`;
+    // Base64 of a value shifts with its offset; the canary's three encodings at offsets 0, 1, 2 cover every position.
+    const encodings = [0, 1, 2].map((shift) => Buffer.from(`${'x'.repeat(shift)}${LEAK_CANARY}`).toString('base64').slice(4, -4));
+    const leaked = [LEAK_CANARY, ...encodings].find((needle) => said.includes(needle));
+    if (leaked !== undefined) throw new Error(`the controller printed a Secret value (or its base64): ${JSON.stringify(leaked)} found in its output`);
+  };
   const proc: ControllerProcess = {
     lines,
     stderr: () => stderr,
@@ -95,11 +104,14 @@ export async function startControllerProcess(cluster: Cluster, options: Controll
     },
     async stop() {
       if (exitCode === undefined) child.kill('SIGTERM');
-      return exited;
+      const code = await exited;
+      assertNoLeak();
+      return code;
     },
     async kill() {
       if (exitCode === undefined) child.kill('SIGKILL');
       await exited;
+      assertNoLeak();
     },
   };
   return proc;
