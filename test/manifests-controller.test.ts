@@ -11,7 +11,7 @@ import { execFile } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative, sep, posix } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { promisify } from 'node:util';
 import { parse, parseAllDocuments } from 'yaml';
@@ -135,7 +135,7 @@ function assertHardenedController(deployment: Json, serviceAccount: Json): void 
 describe('manifests/controller (kustomize)', () => {
   it('the base: hardened Deployment with leader election and probes, a metrics Service, and exactly the documented ClusterRole', async () => {
     const documents = await kustomizeBuild(manifests);
-    assert.deepEqual(documents.map((d) => d['kind']).sort(), ['ClusterRole', 'ClusterRoleBinding', 'Deployment', 'Namespace', 'PodDisruptionBudget', 'Role', 'RoleBinding', 'Service', 'ServiceAccount']);
+    assert.deepEqual(documents.map((d) => String(d['kind'])).sort(), ['ClusterRole', 'ClusterRoleBinding', 'Deployment', 'Namespace', 'PodDisruptionBudget', 'Role', 'RoleBinding', 'Service', 'ServiceAccount']);
     const deployment = only(documents, 'Deployment');
     const serviceAccount = only(documents, 'ServiceAccount');
     assertHardenedController(deployment, serviceAccount);
@@ -190,7 +190,7 @@ describe('manifests/controller (kustomize)', () => {
 
 function assertNamespacedInstall(documents: readonly Json[], documented: readonly string[], watched: readonly string[]): void {
   const roles = documents.filter((d) => d['kind'] === 'Role' && d['metadata'].name === 'driftless-controller');
-  assert.deepEqual(roles.map((r) => r['metadata'].namespace).sort(), [...watched].sort());
+  assert.deepEqual(roles.map((r) => String(r['metadata'].namespace)).sort(), [...watched].sort());
   for (const role of roles) {
     assert.deepEqual(grants(role['rules']), documented, `the Role in ${role['metadata'].namespace}`);
     const binding = only(documents, 'RoleBinding', 'driftless-controller', role['metadata'].namespace);
@@ -224,7 +224,7 @@ describe('charts/driftless (helm)', () => {
     const documents = await helmTemplate(['--set', 'watchGlobally=false', '--set', 'namespaces={b,a}', '--set', 'namespaceSelector=team in (web\\,api)', '--set', 'ignoreNamespaces=kube-system', '--set', 'autoReloadAll=true']);
     const documented = await verbTable();
     const roles = documents.filter((d) => d['kind'] === 'Role' && d['metadata'].name === 'driftless');
-    assert.deepEqual(roles.map((r) => r['metadata'].namespace).sort(), ['a', 'b']);
+    assert.deepEqual(roles.map((r) => String(r['metadata'].namespace)).sort(), ['a', 'b']);
     for (const role of roles) assert.deepEqual(grants(role['rules']), documented);
     assert.deepEqual(grants(only(documents, 'ClusterRole')['rules']), ['|namespaces|list', '|namespaces|watch']);
     const args = container(only(documents, 'Deployment'))['args'] as string[];
