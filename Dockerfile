@@ -1,4 +1,4 @@
-# One image for the Driftless CMP sidecar (and later the controller): the Node 24
+# One image for the Driftless CMP sidecar and the controller: the Node 24
 # runtime, production dependencies only, and the pinned kustomize and helm built
 # from the Go module proxy with exactly the commands test/tools.ts runs.
 # test/tools.test.ts checks the pins and the copied paths against the repository.
@@ -18,8 +18,10 @@ RUN npm ci --omit=dev --ignore-scripts && npm cache clean --force
 COPY bin/ bin/
 COPY core/ core/
 COPY plugin/ plugin/
+COPY controller/ controller/
 COPY --from=tools /out/kustomize /out/helm /usr/local/bin/
 RUN ln -s /opt/driftless/bin/driftless.js /usr/local/bin/driftless
 # Argo CD runs CMP sidecars as UID 999. No ENTRYPOINT: the sidecar's command is
-# Argo CD's /var/run/argocd/argocd-cmp-server, which runs `driftless generate`.
+# Argo CD's /var/run/argocd/argocd-cmp-server, which runs `driftless generate`; the
+# controller's Deployment runs `driftless controller` (manifests/controller, charts/driftless).
 USER 999:999

@@ -98,7 +98,7 @@ describe('Dockerfile', () => {
     assert.match(readFileSync(join(root, 'bin', 'driftless.js'), 'utf8'), /^#!\/usr\/bin\/env node\n/);
   });
 
-  it('copies every file the CLI can load, and .dockerignore lets them through', () => {
+  it('copies every file the CLI can load, the plugin\'s and the controller\'s, and .dockerignore lets them through', () => {
     const stage = runtimeStage();
     const workdir = stage.filter((l) => /^WORKDIR\s/.test(l)).at(-1)?.split(/\s+/)[1];
     assert.equal(workdir, '/opt/driftless');
@@ -109,7 +109,10 @@ describe('Dockerfile', () => {
       .split('\n')
       .filter((l) => l.startsWith('!'))
       .map((l) => l.slice(1));
-    for (const file of loadedFiles(join(root, 'bin', 'driftless.js'))) {
+    const loaded = loadedFiles(join(root, 'bin', 'driftless.js'));
+    // Both commands of the image: `driftless generate` (the sidecar) and `driftless controller`.
+    for (const entry of ['plugin/main.ts', 'controller/main.ts']) assert.ok(loaded.includes(join(root, entry)), `the CLI loads ${entry}`);
+    for (const file of loaded) {
       const path = relative(root, file);
       assert.ok(copied.some((source) => (source.endsWith('/') ? path.startsWith(source) : path === source)), `${path} is copied into the image`);
       assert.ok(allowed.some((source) => (source.endsWith('/') ? path.startsWith(source) : path === source)), `${path} is not excluded by .dockerignore`);
