@@ -258,7 +258,8 @@ export class ClusterView {
   /** The pods a workload owns (directly, or through its ReplicaSets / ReplicationControllers). */
   podsOf(workload: WorkloadSummary): PodSummary[] {
     const owners: string[] = [];
-    if (workload.kind === 'Deployment') {
+    if (workload.kind === 'Deployment' || workload.kind === 'Rollout') {
+      // Both own their pods through ReplicaSets.
       for (const rs of this.#replicaSets.values()) if (rs.owner?.uid === workload.uid) owners.push(rs.uid);
     } else if (workload.kind === 'DeploymentConfig') {
       const pods = [...this.#pods.values()].filter((pod) => pod.namespace === workload.namespace && pod.owner?.kind === 'ReplicationController'
