@@ -13,5 +13,8 @@ if (major === undefined || major < 24) {
 const { default: module } = await import('node:module');
 module.enableCompileCache?.();
 // The controller is a separate entry point, so the plugin's cold start never loads its dependencies.
-if (process.argv[2] === 'controller') await import('../controller/main.ts');
+// `explain --live` reads the cluster with the controller's code, so it is routed there too.
+const command = process.argv[2];
+if (command === 'controller') await import('../controller/main.ts');
+else if (command === 'explain' && process.argv.slice(3).includes('--live')) await import('../controller/explain/main.ts');
 else await import('../plugin/main.ts');
