@@ -378,7 +378,7 @@ export const CONTROLLER_FLAGS: readonly ControllerFlagSpec[] = Object.freeze([
     name: 'leader-election-namespace',
     type: 'namespace-list',
     default: '',
-    defaultText: 'the pod\'s namespace (service account), else default',
+    defaultText: 'POD_NAMESPACE, else the service account\'s namespace, else default',
     description: 'Namespace of the leader-election Lease.',
   }),
   flag({

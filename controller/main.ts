@@ -43,8 +43,10 @@ async function main(argv: readonly string[]): Promise<number> {
   } else {
     log.warn('no --hash-key-file: config digests on workloads are plain SHA-256, which anyone who can read a workload could brute-force for a short Secret');
   }
-  // The pod's namespace, for the Lease; a local run uses `default`.
-  const podNamespace = (await readFile('/var/run/secrets/kubernetes.io/serviceaccount/namespace', 'utf8').catch(() => 'default')).trim() || 'default';
+  // The pod's namespace, for the Lease: POD_NAMESPACE (the downward API), else the service account's, else `default`.
+  const podNamespace = process.env['POD_NAMESPACE']
+    || (await readFile('/var/run/secrets/kubernetes.io/serviceaccount/namespace', 'utf8').catch(() => '')).trim()
+    || 'default';
   let lostLeadership = false;
   const stopSignal = new Promise<string>((resolve) => {
     process.once('SIGTERM', () => resolve('SIGTERM'));
