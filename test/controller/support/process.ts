@@ -18,6 +18,8 @@ export type LogLine = Readonly<Record<string, unknown>> & { readonly msg?: strin
 
 /** A controller process. */
 export interface ControllerProcess {
+  /** The child's process id (benchmarks read its /proc/<pid>/status). */
+  readonly pid: number;
   /** Every line so far, parsed (non-JSON lines are kept as `{ raw }`). */
   readonly lines: LogLine[];
   /** Everything written to stderr. */
@@ -77,6 +79,7 @@ export async function startControllerProcess(cluster: Cluster, options: Controll
     if (exitCode !== undefined) throw new Error(`the controller exited with ${String(exitCode)}: ${stderr}\n${lines.slice(-20).map((l) => JSON.stringify(l)).join('\n')}`);
   };
   const proc: ControllerProcess = {
+    pid: child.pid as number,
     lines,
     stderr: () => stderr,
     async waitForLog(description, predicate, waitOptions = {}) {
