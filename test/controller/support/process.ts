@@ -19,6 +19,8 @@ export type LogLine = Readonly<Record<string, unknown>> & { readonly msg?: strin
 
 /** A controller process. */
 export interface ControllerProcess {
+  /** The child's process id (benchmarks read its /proc/<pid>/status). */
+  readonly pid: number;
   /** Every line so far, parsed (non-JSON lines are kept as `{ raw }`). */
   readonly lines: LogLine[];
   /** Everything written to stderr. */
@@ -86,6 +88,7 @@ export async function startControllerProcess(cluster: Cluster, options: Controll
     if (leaked !== undefined) throw new Error(`the controller printed a Secret value (or its base64): ${JSON.stringify(leaked)} found in its output`);
   };
   const proc: ControllerProcess = {
+    pid: child.pid as number,
     lines,
     stderr: () => stderr,
     async waitForLog(description, predicate, waitOptions = {}) {
