@@ -78,33 +78,37 @@ export function migrateApplications(text: string, label = '<input>'): Migration 
     }
     for (const { node, where } of targets) {
       const outcome = migrateSource(document, node, where);
-      if (outcome === 'migrated') migrated++;
-      else if (outcome !== undefined) notes.push(outcome);
+      if (outcome.migrated) migrated++;
+      else if (outcome.note !== undefined) notes.push(outcome.note);
     }
   }
   if (applications === 0) throw new InvalidInputError({ file: label }, 'no Argo CD Application (apiVersion argoproj.io/v1alpha1, kind Application) found');
   if (migrated === 0) {
     throw new UsageError(`${label}: no source with a helm or kustomize block to migrate${notes.length > 0 ? ` (${notes.join('; ')})` : ''}`);
   }
-  return { text: documents.map((document) => document.toString()).join(''), notes };
+  // flowCollectionPadding off: `{prune: true}` stays as written rather than becoming `{ prune: true }`.
+  return { text: documents.map((document) => document.toString({ flowCollectionPadding: false })).join(''), notes };
 }
 
-/** Replaces one source's helm/kustomize block; returns 'migrated', a note for a source left alone, or undefined. */
-function migrateSource(document: Document, source: YAMLMap, where: string): 'migrated' | string | undefined {
+/** What happened to one source: migrated, or left alone (with a note for stderr, or silently). */
+type SourceOutcome = { readonly migrated: true } | { readonly migrated: false; readonly note?: string };
+
+/** Replaces one source's helm/kustomize block. */
+function migrateSource(document: Document, source: YAMLMap, where: string): SourceOutcome {
   const has = (key: string): boolean => source.has(key);
-  if (has('plugin')) return undefined;
+  if (has('plugin')) return { migrated: false };
   const kinds = ['helm', 'kustomize', 'directory'].filter(has);
   if (kinds.length > 1) throw new UsageError(`${where}: has both ${kinds.join(' and ')}; Argo CD refuses such a source too`);
   if (has('chart')) {
-    if (!has('helm')) return `${where} is a chart from a Helm repository (chart:); left as it is`;
+    if (!has('helm')) return { migrated: false, note: `${where} is a chart from a Helm repository (chart:); left as it is` };
     throw new UsageError(`${where}.chart: a chart from a Helm repository cannot be carried over: the plugin renders a path in Git (vendor the chart into the repository)`);
   }
-  if (kinds[0] === 'directory') return `${where} is a directory source; left as it is`;
+  if (kinds[0] === 'directory') return { migrated: false, note: `${where} is a directory source; left as it is` };
   const kind = kinds[0];
   if (kind === undefined) {
     return has('path')
-      ? `${where} has no helm or kustomize block; left as it is (Argo CD detects its type; add plugin: {name: ${PLUGIN_NAME}} if it is Helm or Kustomize)`
-      : undefined;
+      ? { migrated: false, note: `${where} has no helm or kustomize block; left as it is (Argo CD detects its type; add plugin: {name: ${PLUGIN_NAME}} if it is Helm or Kustomize)` }
+      : { migrated: false };
   }
   const block = source.get(kind, true);
   const blockWhere = `${where}.${kind}`;
@@ -119,7 +123,7 @@ function migrateSource(document: Document, source: YAMLMap, where: string): 'mig
   plugin['parameters'] = [{ name: 'source-type', string: kind }, ...parameters];
   pair.key = document.createNode('plugin');
   pair.value = document.createNode(plugin);
-  return 'migrated';
+  return { migrated: true };
 }
 
 function refuse(where: string, reason: string): never {
@@ -132,7 +136,7 @@ type Fields = Map<string, { value: unknown; node: unknown }>;
 function fieldsOf(block: YAMLMap): Fields {
   const fields: Fields = new Map();
   for (const item of block.items) {
-    const key = scalarText(item.key as Node);
+    const key = scalarText(item.key);
     if (key === undefined) continue;
     const node = item.value;
     const value = node !== null && typeof node === 'object' && 'toJSON' in node ? (node as { toJSON(): unknown }).toJSON() : node;
@@ -175,7 +179,7 @@ function asStringRecord(where: string, value: unknown): Record<string, string> {
 function yamlText(node: unknown): string {
   const document = new Document();
   document.contents = node as Node;
-  return document.toString();
+  return document.toString({ flowCollectionPadding: false });
 }
 
 const HELM_FIELDS = [
@@ -203,8 +207,9 @@ function helmParameters(block: YAMLMap, where: string): PluginParameter[] {
   };
 
   const version = get('version');
-  if (version !== undefined && version !== null && version !== '' && !/^v?3$/.test(String(version))) {
-    refuse(`${where}.version`, `Helm ${String(version)} is not available: the plugin renders with its own pinned helm`);
+  const versionText = version === undefined || version === null ? '' : asText(`${where}.version`, version);
+  if (versionText !== '' && !/^v?3$/.test(versionText)) {
+    refuse(`${where}.version`, `Helm ${versionText} is not available: the plugin renders with its own pinned helm`);
   }
   if (get('passCredentials') === true) {
     refuse(`${where}.passCredentials`, 'the plugin never fetches from Helm repositories, so it has no credentials to pass; vendor the dependencies (charts/)');
