@@ -13,8 +13,8 @@ import type { ParameterSpec } from './parameters.ts';
 export { PARAMETERS } from './parameters.ts';
 export type { ParameterSpec, ParameterType } from './parameters.ts';
 
-/** What the user asked for. `help` prints `usageText()`. */
-export type Command = 'generate' | 'explain' | 'help';
+/** What the user asked for. `help` prints `usageText()`; `migrate-app` rewrites an Application (commands/migrate-app.ts). */
+export type Command = 'generate' | 'explain' | 'migrate-app' | 'help';
 
 /** How the app is rendered; `auto` is resolved by the source stage (Argo CD's detection order). */
 export type SourceType = (typeof SOURCE_TYPES)[number];
@@ -46,11 +46,55 @@ export interface HelmOptions {
   /** `''` = none. */
   readonly kubeVersion: string;
   readonly apiVersions: readonly string[];
+  /** Inline values as a YAML/JSON object (Argo CD valuesObject), `''` for none; when set, `values` is not used. */
+  readonly valuesObject: string;
+  /** Helm `--set-file` pairs; `path` as given (before `${ARGOCD_APP_*}` substitution), resolved like values files. */
+  readonly fileParameters: readonly FileParameter[];
+  readonly ignoreMissingValueFiles: boolean;
+  readonly skipCrds: boolean;
+  readonly skipTests: boolean;
+  readonly skipSchemaValidation: boolean;
 }
 
-/** Kustomize-source options. */
+/** One Helm `--set-file`: the values key and the file whose content becomes its value. */
+export interface FileParameter {
+  readonly key: string;
+  readonly path: string;
+}
+
+/** One `kustomize edit set replicas` item. */
+export interface ReplicaOverride {
+  readonly name: string;
+  readonly count: number;
+}
+
+/**
+ * Kustomize-source options. All but `enableHelm` and `buildOptions` are Argo CD's
+ * `spec.source.kustomize` overrides, applied with `kustomize edit` to a copy of the app.
+ */
 export interface KustomizeOptions {
   readonly enableHelm: boolean;
+  /** The operator's extra `kustomize build` arguments (Argo CD `kustomize.buildOptions`), from DRIFTLESS_KUSTOMIZE_BUILD_OPTIONS only. */
+  readonly buildOptions: readonly string[];
+  readonly namePrefix: string;
+  readonly nameSuffix: string;
+  readonly images: readonly string[];
+  readonly replicas: readonly ReplicaOverride[];
+  readonly commonLabels: Readonly<Record<string, string>>;
+  readonly forceCommonLabels: boolean;
+  readonly labelWithoutSelector: boolean;
+  readonly labelIncludeTemplates: boolean;
+  readonly commonAnnotations: Readonly<Record<string, string>>;
+  readonly commonAnnotationsEnvsubst: boolean;
+  readonly forceCommonAnnotations: boolean;
+  readonly namespace: string;
+  /**
+   * A YAML/JSON list of patches as given, `''` for none; parsed and checked against Argo CD's KustomizePatch
+   * shape only when kustomize renders (source/kustomize-edit.ts), so no YAML reader loads before the render starts.
+   */
+  readonly patches: string;
+  readonly components: readonly string[];
+  readonly ignoreMissingComponents: boolean;
 }
 
 /** Where one parameter's value came from, for messages: `flag --mode`, `ARGOCD_APP_PARAMETERS`, `default`, … */
@@ -61,6 +105,8 @@ export interface PluginConfig {
   readonly command: Command;
   /** `explain` only; `table` otherwise. */
   readonly output: ExplainOutput;
+  /** `migrate-app` only: the Application file (absolute), or `-` for stdin; `''` otherwise. */
+  readonly migrateInput: string;
   /** Absolute app directory (`--path`, default the working directory: Argo CD runs the plugin there). */
   readonly appDir: string;
   /**
@@ -110,7 +156,7 @@ interface Found {
 
 type Env = Readonly<Record<string, string | undefined>>;
 
-const COMMANDS: readonly Command[] = ['generate', 'explain'];
+const COMMANDS: readonly Command[] = ['generate', 'explain', 'migrate-app'];
 
 /** Flags that are not parameters. */
 const PATH_FLAG = '--path';
@@ -123,7 +169,16 @@ const OUTPUT_FLAG = '--output';
 export function parseConfig(argv: readonly string[], env: Env, cwd: string): PluginConfig {
   const cli = parseArgv(argv);
   // --help must work whatever else is set: it ignores parameter values and the environment.
-  if (cli.command === 'help') return buildConfig({ ...cli, flags: new Map(), output: undefined, stdinArgument: false }, {}, cwd);
+  if (cli.command === 'help') return buildConfig({ ...cli, flags: new Map(), output: undefined, stdinArgument: false, file: undefined }, {}, cwd);
+  if (cli.command === 'migrate-app') {
+    // It reads an Application, not an app: parameters and Argo CD's build environment do not apply.
+    if (cli.flags.size > 0 || cli.path !== undefined || cli.output !== undefined) {
+      throw new UsageError('migrate-app takes only an Application file or "-" (see driftless --help)');
+    }
+    if (cli.file === undefined && !cli.stdinArgument) throw new UsageError('migrate-app needs an Application file, or "-" for stdin');
+    const config = buildConfig({ ...cli, stdinArgument: false }, {}, cwd);
+    return { ...config, migrateInput: cli.file === undefined ? '-' : path.resolve(cwd, cli.file) };
+  }
   return buildConfig(cli, env, cwd);
 }
 
@@ -200,8 +255,34 @@ function buildConfig(cli: Cli, env: Env, cwd: string): PluginConfig {
     setString: read('set-string', asSetExpressions, []),
     kubeVersion,
     apiVersions,
+    valuesObject: read('values-object', asString, ''),
+    fileParameters: read('file-parameters', asFileParameters, []),
+    ignoreMissingValueFiles: read('ignore-missing-value-files', asBoolean, false),
+    skipCrds: read('skip-crds', asBoolean, false),
+    skipTests: read('skip-tests', asBoolean, false),
+    skipSchemaValidation: read('skip-schema-validation', asBoolean, false),
   };
-  const kustomize: KustomizeOptions = { enableHelm: read('kustomize-enable-helm', asBoolean, false) };
+  const kustomize: KustomizeOptions = {
+    enableHelm: read('kustomize-enable-helm', asBoolean, false),
+    // Operator-only, as in Argo CD (argocd-cm kustomize.buildOptions): an Application that could pass build
+    // flags could pass --helm-command and run a program of its choosing in the sidecar.
+    buildOptions: (env['DRIFTLESS_KUSTOMIZE_BUILD_OPTIONS'] ?? '').split(/\s+/).filter((option) => option !== ''),
+    namePrefix: read('name-prefix', asString, ''),
+    nameSuffix: read('name-suffix', asString, ''),
+    images: read('images', asList, []),
+    replicas: read('replicas', asReplicas, []),
+    commonLabels: read('common-labels', asStringMap, {}),
+    forceCommonLabels: read('force-common-labels', asBoolean, false),
+    labelWithoutSelector: read('label-without-selector', asBoolean, false),
+    labelIncludeTemplates: read('label-include-templates', asBoolean, false),
+    commonAnnotations: read('common-annotations', asStringMap, {}),
+    commonAnnotationsEnvsubst: read('common-annotations-envsubst', asBoolean, false),
+    forceCommonAnnotations: read('force-common-annotations', asBoolean, false),
+    namespace: read('kustomize-namespace', asString, ''),
+    patches: read('patches', asString, ''),
+    components: read('components', asList, []),
+    ignoreMissingComponents: read('ignore-missing-components', asBoolean, false),
+  };
 
   const includeRollouts = read('include-rollouts', asBoolean, true);
   const allowEmpty = read('allow-empty', asBoolean, false);
@@ -225,6 +306,7 @@ function buildConfig(cli: Cli, env: Env, cwd: string): PluginConfig {
   return deepFreeze({
     command: cli.command,
     output: cli.output ?? 'table',
+    migrateInput: '',
     appDir,
     repoRoot,
     appName,
@@ -257,6 +339,8 @@ interface Cli {
   readonly path: string | undefined;
   readonly output: ExplainOutput | undefined;
   readonly stdinArgument: boolean;
+  /** migrate-app's file argument. */
+  readonly file: string | undefined;
 }
 
 function parseArgv(argv: readonly string[]): Cli {
@@ -265,6 +349,7 @@ function parseArgv(argv: readonly string[]): Cli {
   let stdinArgument = false;
   let appPath: string | undefined;
   let output: ExplainOutput | undefined;
+  let file: string | undefined;
   const flags = new Map<string, RawValue>();
 
   for (let i = 0; i < argv.length; i++) {
@@ -274,7 +359,7 @@ function parseArgv(argv: readonly string[]): Cli {
       continue;
     }
     if (arg === '-') {
-      if (stdinArgument) throw new UsageError('"-" given twice');
+      if (stdinArgument || file !== undefined) throw new UsageError(file === undefined ? '"-" given twice' : '"-" and a file given together');
       stdinArgument = true;
       continue;
     }
@@ -289,7 +374,11 @@ function parseArgv(argv: readonly string[]): Cli {
         continue;
       }
       if (command === undefined) {
-        throw new UsageError(`unknown command ${JSON.stringify(arg)}: expected generate or explain (see driftless --help)`);
+        throw new UsageError(`unknown command ${JSON.stringify(arg)}: expected generate, explain or migrate-app (see driftless --help)`);
+      }
+      if (command === 'migrate-app' && file === undefined && !stdinArgument) {
+        file = arg;
+        continue;
       }
       throw new UsageError(`unexpected argument ${JSON.stringify(arg)} (only "-", for stdin, is accepted; see driftless --help)`);
     }
@@ -340,8 +429,8 @@ function parseArgv(argv: readonly string[]): Cli {
   }
 
   if (help) command = 'help';
-  if (command === undefined) throw new UsageError('missing command: expected generate or explain (see driftless --help)');
-  return { command, flags, path: appPath, output, stdinArgument };
+  if (command === undefined) throw new UsageError('missing command: expected generate, explain or migrate-app (see driftless --help)');
+  return { command, flags, path: appPath, output, stdinArgument, file };
 }
 
 function setOnce(flags: Map<string, RawValue>, spec: ParameterSpec, value: RawValue): void {
@@ -472,6 +561,45 @@ function asSetExpressions(found: Found, spec: ParameterSpec): string[] {
   return expressions;
 }
 
+/** Helm `--set-file` pairs: a map of key → path (a literal path), or `key=path` items (Helm syntax, `\\,` for a comma). */
+function asFileParameters(found: Found, spec: ParameterSpec): FileParameter[] {
+  if (found.raw.kind === 'map') {
+    const map = found.raw.value;
+    return Object.keys(map).sort().map((key) => ({ key, path: map[key] as string }));
+  }
+  return asSetExpressions(found, spec).map((expression) => {
+    const equals = expression.indexOf('=');
+    return { key: expression.slice(0, equals), path: expression.slice(equals + 1).replace(/\\,/g, ',') };
+  });
+}
+
+/** An Argo CD `map`, or `key=value` items (array or comma-separated string), as a record; a repeated key keeps the last. */
+function asStringMap(found: Found, spec: ParameterSpec): Record<string, string> {
+  if (found.raw.kind === 'map') return { ...found.raw.value };
+  const result: Record<string, string> = {};
+  for (const item of asList(found, spec)) {
+    const equals = item.indexOf('=');
+    if (equals <= 0) {
+      throw new UsageError(`invalid item in parameter ${spec.name} (from ${found.from}): expected key=value, got ${JSON.stringify(item.slice(0, 80))}`);
+    }
+    result[item.slice(0, equals)] = item.slice(equals + 1);
+  }
+  return result;
+}
+
+/** `name=count` items or a map name → count; counts are integers, as Argo CD's GetIntCount requires. */
+function asReplicas(found: Found, spec: ParameterSpec): ReplicaOverride[] {
+  const map = asStringMap(found, spec);
+  const names = found.raw.kind === 'map' ? Object.keys(map).sort() : Object.keys(map);
+  return names.map((name) => {
+    const text = (map[name] as string).trim();
+    if (!/^[+-]?\d+$/.test(text)) {
+      throw new UsageError(`invalid count ${JSON.stringify(text.slice(0, 40))} for ${JSON.stringify(name)} in parameter ${spec.name} (from ${found.from}): expected an integer`);
+    }
+    return { name, count: Number.parseInt(text, 10) };
+  });
+}
+
 function escapeSetValue(value: string): string {
   if (value.startsWith('{') && value.endsWith('}')) return value;
   return value.replace(/(?<!\\),/g, '\\,');
@@ -525,6 +653,8 @@ export function usageText(): string {
     '  driftless generate [--path DIR] [options] [-]   render the app and stamp config hashes (stdout: manifests)',
     '  driftless explain  [--path DIR] [options] [--output table|json]',
     '                                                  show every workload, its references, the policy decisions and hashes',
+    '  driftless migrate-app FILE|-                     print an Application with its native helm/kustomize source',
+    '                                                  rewritten to the driftless-v1 plugin (refuses what cannot be carried over)',
     '  driftless --help',
     '',
     'Arguments:',
@@ -545,6 +675,8 @@ export function usageText(): string {
     '',
     'Environment (operator):',
     '  DRIFTLESS_KUSTOMIZE, DRIFTLESS_HELM   full paths of the renderers (default: kustomize, helm on PATH)',
+    '  DRIFTLESS_KUSTOMIZE_BUILD_OPTIONS     extra kustomize build arguments, split at spaces (Argo CD kustomize.buildOptions,',
+    '                                        e.g. --load-restrictor LoadRestrictionsNone); operator only, never from an Application',
     '  ARGOCD_APP_NAME, ARGOCD_APP_NAMESPACE, ARGOCD_APP_SOURCE_PATH, KUBE_VERSION, KUBE_API_VERSIONS   set by Argo CD',
     '',
     'Exit codes: 0 ok, 1 other failure (time budget, interrupted), 2 usage, 3 renderer failed, 4 invalid manifests.',

@@ -18,6 +18,8 @@ function delay(ms: number): Promise<void> {
 
 async function run(config: PluginConfig, signal: AbortSignal): Promise<CommandResult> {
   if (config.command === 'help') return { stdout: usageText(), stderr: [] };
+  // Reads an Application, renders nothing.
+  if (config.command === 'migrate-app') return (await import('./commands/migrate-app.ts')).migrateAppCommand(config);
   // Start the renderer before loading the rest of the plugin (yaml, core, the
   // command), so that kustomize or helm runs on one core while the modules
   // compile on the other; the render is then awaited where it always was,

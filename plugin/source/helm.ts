@@ -6,10 +6,11 @@
  */
 import { realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { isScalar, parseDocument, visit } from 'yaml';
+import { isMap, isScalar, parseDocument, visit } from 'yaml';
 import { isInside } from '../config.ts';
 import type { PluginConfig } from '../config.ts';
 import { RenderError, UsageError } from '../errors.ts';
+import { envsubst } from './envsubst.ts';
 import { runProcess } from './process.ts';
 import type { RenderedStream } from './types.ts';
 
@@ -17,9 +18,11 @@ export const HELM_LABEL = '<helm template>';
 
 /**
  * The argv after `helm` for `helm template`, after checking every option
- * (UsageError naming the parameter and where it came from). Exported for tests.
+ * (UsageError naming the parameter and where it came from). `valuesFiles` are
+ * the resolved values files to pass (renderHelm leaves out missing ones under
+ * ignore-missing-value-files). Exported for tests.
  */
-export function helmTemplateArgs(config: PluginConfig): string[] {
+export function helmTemplateArgs(config: PluginConfig, valuesFiles: readonly string[] = resolveValuesFiles(config)): string[] {
   const { helm } = config;
   const from = (name: string): string => config.provenance[name] ?? 'default';
   checkPattern(helm.releaseName, RELEASE_NAME, 'release-name', from('release-name'), 53,
@@ -35,22 +38,47 @@ export function helmTemplateArgs(config: PluginConfig): string[] {
     checkPattern(apiVersion, API_VERSION, 'api-versions', from('api-versions'), 512, 'group/version or group/version/Kind items');
   }
 
-  const args = ['template', helm.releaseName, '.', '--include-crds'];
+  const fileParameters = resolveFileParameters(config);
+
+  // The flags of Argo CD's helm.TemplateOpts (util/helm/cmd.go): --include-crds unless skipCrds.
+  const args = ['template', helm.releaseName, '.'];
+  if (!helm.skipCrds) args.push('--include-crds');
+  if (helm.skipSchemaValidation) args.push('--skip-schema-validation');
+  if (helm.skipTests) args.push('--skip-tests');
   if (helm.namespace !== '') args.push(`--namespace=${helm.namespace}`);
   if (helm.kubeVersion !== '') args.push(`--kube-version=${helm.kubeVersion}`);
   for (const apiVersion of helm.apiVersions) args.push(`--api-versions=${apiVersion}`);
-  for (const file of resolveValuesFiles(config)) args.push(`--values=${file}`);
+  for (const file of valuesFiles) args.push(`--values=${file}`);
   // Inline values come last among values, as in Argo CD, and arrive on stdin: no temp file to clean up.
-  if (helm.values !== '') args.push('--values=-');
+  if (inlineValues(config) !== '') args.push('--values=-');
   for (const expression of helm.set) args.push(`--set=${expression}`);
   for (const expression of helm.setString) args.push(`--set-string=${expression}`);
+  // Commas escaped as Argo CD's cleanSetParameters does: helm would split the assignment at one.
+  for (const { key, file } of fileParameters) args.push(`--set-file=${key}=${file.replace(/(?<!\\),/g, '\\,')}`);
   return args;
+}
+
+/**
+ * The inline values helm reads on stdin: valuesObject when given, else values,
+ * as Argo CD's `ValuesYAML` picks one (they are never merged). valuesObject
+ * must be a mapping, as Argo CD's API requires of it.
+ */
+function inlineValues(config: PluginConfig): string {
+  const { valuesObject, values } = config.helm;
+  if (valuesObject === '') return values;
+  const document = parseDocument(valuesObject, { prettyErrors: false });
+  if (document.errors.length > 0 || !isMap(document.contents)) {
+    const from = config.provenance['values-object'] ?? 'default';
+    throw new UsageError(`parameter values-object (from ${from}) must be a YAML or JSON object`);
+  }
+  return valuesObject;
 }
 
 /** Renders the chart in the app directory. */
 export async function renderHelm(config: PluginConfig, signal: AbortSignal): Promise<RenderedStream[]> {
-  const templateArgs = helmTemplateArgs(config);
-  await checkValuesFiles(config);
+  const templateArgs = helmTemplateArgs(config, await checkValuesFiles(config));
+  await checkFileParameters(config);
+  const stdin = inlineValues(config);
   // KUBE_API_VERSIONS can be huge on CRD-heavy clusters and helm gets it as
   // --api-versions already: passing both could overflow the kernel's argv+env limit.
   const { KUBE_API_VERSIONS: _duplicate, ...env } = config.environment;
@@ -67,7 +95,7 @@ export async function renderHelm(config: PluginConfig, signal: AbortSignal): Pro
     ...common,
     args: templateArgs,
     display: 'helm template',
-    ...(config.helm.values === '' ? {} : { stdin: config.helm.values }),
+    ...(stdin === '' ? {} : { stdin }),
   });
   let text: string;
   try {
@@ -106,6 +134,7 @@ export function helmSecretValues(config: PluginConfig): string[] {
   const values: string[] = [];
   for (const expression of [...config.helm.set, ...config.helm.setString]) values.push(...setExpressionValues(expression));
   if (config.helm.values !== '') values.push(...inlineValueLeaves(config.helm.values));
+  if (config.helm.valuesObject !== '') values.push(...inlineValueLeaves(config.helm.valuesObject));
   return values.filter((value) => !/^(true|false|null|~)$/i.test(value));
 }
 
@@ -185,44 +214,76 @@ function checkPattern(value: string, pattern: RegExp, name: string, from: string
 }
 
 /**
- * Resolves the values files like Argo CD: relative to the app dir, a leading
- * `/` relative to the repository root; each must stay inside the repository.
- * URLs are refused: fetching at render time would make the output depend on
- * something outside the commit that Argo CD caches by.
+ * Resolves a file parameter like Argo CD's `ResolveValueFilePathOrUrl`: relative to the app dir, a leading `/`
+ * relative to the repository root; it must stay inside the repository. URLs are refused: fetching at render time
+ * would make the output depend on something outside the commit that Argo CD caches by.
  */
+function resolveRepoFile(config: PluginConfig, file: string, parameter: string, noun: string): string {
+  const from = config.provenance[parameter] ?? 'default';
+  if (/^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(file)) {
+    throw new UsageError(`${noun} ${JSON.stringify(file)} in parameter ${parameter} (from ${from}) is a URL; only files in the repository are allowed`);
+  }
+  const resolved = path.isAbsolute(file) ? path.join(config.repoRoot, file) : path.resolve(config.appDir, file);
+  if (!isInside(resolved, config.repoRoot)) {
+    throw new UsageError(`${noun} ${JSON.stringify(file)} in parameter ${parameter} (from ${from}) is outside the repository (${config.repoRoot})`);
+  }
+  return resolved;
+}
+
+/** The values files, resolved (see resolveRepoFile). */
 function resolveValuesFiles(config: PluginConfig): string[] {
-  const from = config.provenance['values-files'] ?? 'default';
-  return config.helm.valuesFiles.map((file) => {
-    if (/^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(file)) {
-      throw new UsageError(`values file ${JSON.stringify(file)} in parameter values-files (from ${from}) is a URL; only files in the repository are allowed`);
-    }
-    const resolved = path.isAbsolute(file) ? path.join(config.repoRoot, file) : path.resolve(config.appDir, file);
-    if (!isInside(resolved, config.repoRoot)) {
-      throw new UsageError(`values file ${JSON.stringify(file)} in parameter values-files (from ${from}) is outside the repository (${config.repoRoot})`);
-    }
-    return resolved;
+  return config.helm.valuesFiles.map((file) => resolveRepoFile(config, file, 'values-files', 'values file'));
+}
+
+/** The `--set-file` pairs with resolved paths; Argo CD substitutes `${ARGOCD_APP_*}` in the path first. */
+function resolveFileParameters(config: PluginConfig): { key: string; shown: string; file: string }[] {
+  return config.helm.fileParameters.map(({ key, path: given }) => {
+    const shown = envsubst(given, config.environment);
+    return { key, shown, file: resolveRepoFile(config, shown, 'file-parameters', 'file') };
   });
 }
 
-/** The values files must exist and, after following symlinks, stay inside the repository. */
-async function checkValuesFiles(config: PluginConfig): Promise<void> {
-  if (config.helm.valuesFiles.length === 0) return;
+/** Where a resolved repository file really is: undefined when it does not exist; refused when a symlink leaves the repository. */
+async function checkRepoFile(root: string, file: string, describe: () => string): Promise<string | undefined> {
+  let real: string;
+  try {
+    real = await realpath(file);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw new UsageError(`${describe()} cannot be read`, { cause: error });
+  }
+  if (!isInside(real, root)) throw new UsageError(`${describe()} is a symlink to outside the repository`);
+  if (!(await stat(real)).isFile()) throw new UsageError(`${describe()} is not a file`);
+  return real;
+}
+
+/**
+ * The values files to pass: each must exist (unless ignore-missing-value-files, which leaves it out, as Argo CD
+ * does) and, after following symlinks, stay inside the repository.
+ */
+async function checkValuesFiles(config: PluginConfig): Promise<string[]> {
+  const files = resolveValuesFiles(config);
+  if (files.length === 0) return files;
   const root = await realpath(config.repoRoot);
   const from = config.provenance['values-files'] ?? 'default';
-  const files = resolveValuesFiles(config);
+  const kept: string[] = [];
   for (const [index, file] of files.entries()) {
-    const shown = JSON.stringify(config.helm.valuesFiles[index]);
-    let real: string;
-    try {
-      real = await realpath(file);
-    } catch (error) {
-      throw new UsageError(`values file ${shown} in parameter values-files (from ${from}) does not exist`, { cause: error });
-    }
-    if (!isInside(real, root)) {
-      throw new UsageError(`values file ${shown} in parameter values-files (from ${from}) is a symlink to outside the repository`);
-    }
-    if (!(await stat(real)).isFile()) {
-      throw new UsageError(`values file ${shown} in parameter values-files (from ${from}) is not a file`);
-    }
+    const describe = (): string => `values file ${JSON.stringify(config.helm.valuesFiles[index])} in parameter values-files (from ${from})`;
+    const real = await checkRepoFile(root, file, describe);
+    if (real !== undefined) kept.push(file);
+    else if (!config.helm.ignoreMissingValueFiles) throw new UsageError(`${describe()} does not exist`);
+  }
+  return kept;
+}
+
+/** Every `--set-file` file must exist and stay inside the repository after following symlinks. */
+async function checkFileParameters(config: PluginConfig): Promise<void> {
+  const files = resolveFileParameters(config);
+  if (files.length === 0) return;
+  const root = await realpath(config.repoRoot);
+  const from = config.provenance['file-parameters'] ?? 'default';
+  for (const { key, shown, file } of files) {
+    const describe = (): string => `file ${JSON.stringify(shown)} for ${JSON.stringify(key)} in parameter file-parameters (from ${from})`;
+    if ((await checkRepoFile(root, file, describe)) === undefined) throw new UsageError(`${describe()} does not exist`);
   }
 }

@@ -1,16 +1,30 @@
-/** The Kustomize source: `kustomize build .` in the app directory. */
+/**
+ * The Kustomize source: `kustomize build .` in the app directory, after Argo CD's
+ * overrides are applied with `kustomize edit` to a copy of it (source/kustomize-edit.ts).
+ */
 import type { PluginConfig } from '../config.ts';
+import { editedCopy, hasOverrides } from './kustomize-edit.ts';
 import { runProcess } from './process.ts';
 import { secretGeneratorLiterals } from './secret-literals.ts';
 import type { RenderedStream } from './types.ts';
 
 export const KUSTOMIZE_LABEL = '<kustomize build>';
 
-/** The argv after `kustomize`. Exported for tests. */
+/**
+ * The argv after `kustomize`: as Argo CD's Build, the operator's build options after `build <path>`, and,
+ * when helm is enabled, the destination's kube and API versions for helm (Argo CD passes them to kustomize
+ * ≥ 5.3 when its build options hold --enable-helm). Exported for tests.
+ */
 export function kustomizeArgs(config: PluginConfig): string[] {
   const args = ['build', '.'];
   // kustomize runs helm itself for helmCharts; hand it the same helm we use.
   if (config.kustomize.enableHelm) args.push('--enable-helm', `--helm-command=${config.tools.helm}`);
+  args.push(...config.kustomize.buildOptions);
+  const helmEnabled = config.kustomize.enableHelm || config.kustomize.buildOptions.some((option) => option.includes('--enable-helm'));
+  if (helmEnabled) {
+    if (config.helm.kubeVersion !== '') args.push(`--helm-kube-version=${config.helm.kubeVersion}`);
+    for (const apiVersion of config.helm.apiVersions) args.push(`--helm-api-versions=${apiVersion}`);
+  }
   return args;
 }
 
@@ -19,16 +33,22 @@ export function kustomizeArgs(config: PluginConfig): string[] {
  * literals are redacted from its stderr: kustomize echoes a malformed one.
  */
 export async function renderKustomize(config: PluginConfig, signal: AbortSignal): Promise<RenderedStream[]> {
-  const text = await runProcess({
-    tool: 'kustomize',
-    command: config.tools.kustomize,
-    args: kustomizeArgs(config),
-    display: 'kustomize build',
-    cwd: config.appDir,
-    env: config.environment,
-    signal,
-    overrideVariable: 'DRIFTLESS_KUSTOMIZE',
-    redact: await secretGeneratorLiterals(config.appDir, config.repoRoot),
-  });
-  return [{ label: KUSTOMIZE_LABEL, text, rendered: true }];
+  const redact = await secretGeneratorLiterals(config.appDir, config.repoRoot);
+  const copy = hasOverrides(config.kustomize) ? await editedCopy(config, signal, redact) : undefined;
+  try {
+    const text = await runProcess({
+      tool: 'kustomize',
+      command: config.tools.kustomize,
+      args: kustomizeArgs(config),
+      display: 'kustomize build',
+      cwd: copy?.appDir ?? config.appDir,
+      env: config.environment,
+      signal,
+      overrideVariable: 'DRIFTLESS_KUSTOMIZE',
+      redact,
+    });
+    return [{ label: KUSTOMIZE_LABEL, text, rendered: true }];
+  } finally {
+    await copy?.dispose();
+  }
 }

@@ -48,8 +48,32 @@ describe('parseConfig: defaults', () => {
       setString: [],
       kubeVersion: '',
       apiVersions: [],
+      valuesObject: '',
+      fileParameters: [],
+      ignoreMissingValueFiles: false,
+      skipCrds: false,
+      skipTests: false,
+      skipSchemaValidation: false,
     });
-    assert.deepEqual(config.kustomize, { enableHelm: false });
+    assert.deepEqual(config.kustomize, {
+      enableHelm: false,
+      buildOptions: [],
+      namePrefix: '',
+      nameSuffix: '',
+      images: [],
+      replicas: [],
+      commonLabels: {},
+      forceCommonLabels: false,
+      labelWithoutSelector: false,
+      labelIncludeTemplates: false,
+      commonAnnotations: {},
+      commonAnnotationsEnvsubst: false,
+      forceCommonAnnotations: false,
+      namespace: '',
+      patches: '',
+      components: [],
+      ignoreMissingComponents: false,
+    });
     assert.equal(config.includeRollouts, true);
     assert.equal(config.allowEmpty, false);
     assert.equal(config.hashKeyFile, undefined);

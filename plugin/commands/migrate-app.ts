@@ -1,0 +1,360 @@
+/**
+ * `driftless migrate-app [FILE|-]`: rewrites an Argo CD Application whose
+ * source is native Helm or Kustomize to the equivalent Driftless plugin source,
+ * `plugin: {name: driftless-v1, parameters: [...]}`. Only the `helm:` or
+ * `kustomize:` block of each migrated source is replaced (in place, so key
+ * order, comments and the rest of the document stay as written). A field the
+ * plugin cannot carry over with the same meaning is refused with its path and
+ * the reason, instead of being silently dropped.
+ */
+import { readFile } from 'node:fs/promises';
+import { Document, isMap, isScalar, isSeq, parseAllDocuments } from 'yaml';
+import type { Node, Pair, YAMLMap } from 'yaml';
+import type { PluginConfig } from '../config.ts';
+import { InvalidInputError, UsageError } from '../errors.ts';
+import type { CommandResult } from './generate.ts';
+
+/** The plugin name Applications select (manifests/plugin/plugin.yaml: metadata.name + "-" + spec.version). */
+export const PLUGIN_NAME = 'driftless-v1';
+
+/** One Argo CD plugin parameter, as `spec.source.plugin.parameters[]` holds it. */
+export type PluginParameter =
+  | { readonly name: string; readonly string: string }
+  | { readonly name: string; readonly array: readonly string[] }
+  | { readonly name: string; readonly map: Readonly<Record<string, string>> };
+
+/** What migrating a stream did: the new text and notes for stderr. */
+export interface Migration {
+  readonly text: string;
+  readonly notes: readonly string[];
+}
+
+/** The command: reads the file (or stdin for `-`) named in the config and prints the migrated stream. */
+export async function migrateAppCommand(config: PluginConfig): Promise<CommandResult> {
+  const label = config.migrateInput === '-' ? '<stdin>' : config.migrateInput;
+  let text: string;
+  try {
+    text = config.migrateInput === '-' ? await readStdin() : await readFile(config.migrateInput, 'utf8');
+  } catch (error) {
+    throw new UsageError(`cannot read ${label}: ${(error as Error).message}`, { cause: error });
+  }
+  const { text: stdout, notes } = migrateApplications(text, label);
+  return { stdout, stderr: notes };
+}
+
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/**
+ * Migrates every Application in a YAML stream (other documents pass through). Throws
+ * InvalidInputError (exit 4) for unreadable YAML or no Application, UsageError (exit 2)
+ * for a field that cannot be carried over or when no source needs migrating.
+ */
+export function migrateApplications(text: string, label = '<input>'): Migration {
+  const documents = parseAllDocuments(text, { prettyErrors: false, keepSourceTokens: false });
+  if (!Array.isArray(documents)) throw new InvalidInputError({ file: label }, 'no YAML documents');
+  const notes: string[] = [];
+  let applications = 0;
+  let migrated = 0;
+  for (const [index, document] of documents.entries()) {
+    const [error] = document.errors;
+    if (error !== undefined) throw new InvalidInputError({ file: label, document: index + 1 }, `not valid YAML: ${error.message.split('\n')[0]}`);
+    const root = document.contents;
+    if (!isMap(root) || scalarText(root.get('kind', true)) !== 'Application' || !String(scalarText(root.get('apiVersion', true)) ?? '').startsWith('argoproj.io/')) continue;
+    applications++;
+    const spec = root.get('spec', true);
+    if (!isMap(spec)) throw new InvalidInputError({ file: label, document: index + 1 }, 'the Application has no spec mapping');
+    const source = spec.get('source', true);
+    const sources = spec.get('sources', true);
+    const targets: { node: YAMLMap; where: string }[] = [];
+    if (isMap(source)) targets.push({ node: source, where: 'spec.source' });
+    if (isSeq(sources)) {
+      sources.items.forEach((item, itemIndex) => {
+        if (isMap(item)) targets.push({ node: item, where: `spec.sources[${itemIndex}]` });
+      });
+    }
+    for (const { node, where } of targets) {
+      const outcome = migrateSource(document, node, where);
+      if (outcome.migrated) migrated++;
+      else if (outcome.note !== undefined) notes.push(outcome.note);
+    }
+  }
+  if (applications === 0) throw new InvalidInputError({ file: label }, 'no Argo CD Application (apiVersion argoproj.io/v1alpha1, kind Application) found');
+  if (migrated === 0) {
+    throw new UsageError(`${label}: no source with a helm or kustomize block to migrate${notes.length > 0 ? ` (${notes.join('; ')})` : ''}`);
+  }
+  // flowCollectionPadding off: `{prune: true}` stays as written rather than becoming `{ prune: true }`.
+  return { text: documents.map((document) => document.toString({ flowCollectionPadding: false })).join(''), notes };
+}
+
+/** What happened to one source: migrated, or left alone (with a note for stderr, or silently). */
+type SourceOutcome = { readonly migrated: true } | { readonly migrated: false; readonly note?: string };
+
+/** Replaces one source's helm/kustomize block. */
+function migrateSource(document: Document, source: YAMLMap, where: string): SourceOutcome {
+  const has = (key: string): boolean => source.has(key);
+  if (has('plugin')) return { migrated: false };
+  const kinds = ['helm', 'kustomize', 'directory'].filter(has);
+  if (kinds.length > 1) throw new UsageError(`${where}: has both ${kinds.join(' and ')}; Argo CD refuses such a source too`);
+  if (has('chart')) {
+    if (!has('helm')) return { migrated: false, note: `${where} is a chart from a Helm repository (chart:); left as it is` };
+    throw new UsageError(`${where}.chart: a chart from a Helm repository cannot be carried over: the plugin renders a path in Git (vendor the chart into the repository)`);
+  }
+  if (kinds[0] === 'directory') return { migrated: false, note: `${where} is a directory source; left as it is` };
+  const kind = kinds[0];
+  if (kind === undefined) {
+    return has('path')
+      ? { migrated: false, note: `${where} has no helm or kustomize block; left as it is (Argo CD detects its type; add plugin: {name: ${PLUGIN_NAME}} if it is Helm or Kustomize)` }
+      : { migrated: false };
+  }
+  const block = source.get(kind, true);
+  const blockWhere = `${where}.${kind}`;
+  const parameters = block === null || block === undefined || (isScalar(block) && block.value === null)
+    ? []
+    : isMap(block)
+      ? kind === 'helm' ? helmParameters(block, blockWhere) : kustomizeParameters(block, blockWhere)
+      : refuse(blockWhere, 'must be a mapping');
+  const pair = source.items.find((item) => scalarText(item.key as Node) === kind) as Pair;
+  const plugin: Record<string, unknown> = { name: PLUGIN_NAME };
+  // Pinned, so an app whose path holds both a kustomization and Chart.yaml renders as it did before.
+  plugin['parameters'] = [{ name: 'source-type', string: kind }, ...parameters];
+  pair.key = document.createNode('plugin');
+  pair.value = document.createNode(plugin);
+  return { migrated: true };
+}
+
+function refuse(where: string, reason: string): never {
+  throw new UsageError(`${where}: ${reason}`);
+}
+
+/** A field's reader: the value as JSON plus its node, for YAML text. */
+type Fields = Map<string, { value: unknown; node: unknown }>;
+
+function fieldsOf(block: YAMLMap): Fields {
+  const fields: Fields = new Map();
+  for (const item of block.items) {
+    const key = scalarText(item.key);
+    if (key === undefined) continue;
+    const node = item.value;
+    const value = node !== null && typeof node === 'object' && 'toJSON' in node ? (node as { toJSON(): unknown }).toJSON() : node;
+    fields.set(key, { value, node });
+  }
+  return fields;
+}
+
+/** Argo CD substitutes ${ARGOCD_APP_*} in these helm fields; the plugin passes them literally. */
+function checkNoDollar(where: string, text: string): void {
+  if (text.includes('$')) {
+    refuse(where, 'contains "$": Argo CD substitutes ${ARGOCD_APP_*} (and $ref/ paths of other sources) in it, the plugin passes it literally; write the value out');
+  }
+}
+
+function asText(where: string, value: unknown): string {
+  if (typeof value === 'string') return value;
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+  return refuse(where, 'must be a string');
+}
+
+function asBool(where: string, value: unknown): boolean {
+  if (typeof value === 'boolean') return value;
+  return refuse(where, 'must be true or false');
+}
+
+function asStrings(where: string, value: unknown): string[] {
+  if (!Array.isArray(value)) return refuse(where, 'must be a list');
+  return value.map((item, index) => asText(`${where}[${index}]`, item));
+}
+
+function asStringRecord(where: string, value: unknown): Record<string, string> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return refuse(where, 'must be a map');
+  const result: Record<string, string> = {};
+  for (const [key, entry] of Object.entries(value)) result[key] = asText(`${where}.${key}`, entry);
+  return result;
+}
+
+/** YAML text of a node (comments and scalar styles kept), for a string parameter holding a YAML object or list. */
+function yamlText(node: unknown): string {
+  const document = new Document();
+  document.contents = node as Node;
+  return document.toString({ flowCollectionPadding: false });
+}
+
+const HELM_FIELDS = [
+  'releaseName', 'namespace', 'valueFiles', 'values', 'valuesObject', 'parameters', 'fileParameters',
+  'ignoreMissingValueFiles', 'skipCrds', 'skipTests', 'skipSchemaValidation', 'kubeVersion', 'apiVersions',
+  'version', 'passCredentials',
+];
+
+function helmParameters(block: YAMLMap, where: string): PluginParameter[] {
+  const fields = fieldsOf(block);
+  for (const key of fields.keys()) {
+    if (!HELM_FIELDS.includes(key)) refuse(`${where}.${key}`, 'is not a field the plugin knows how to carry over');
+  }
+  const out: PluginParameter[] = [];
+  const get = (key: string): unknown => fields.get(key)?.value;
+  const text = (key: string, name: string): void => {
+    const value = get(key);
+    if (value === undefined || value === null || value === '') return;
+    out.push({ name, string: asText(`${where}.${key}`, value) });
+  };
+  const flag = (key: string, name: string): void => {
+    const value = get(key);
+    if (value === undefined || value === null) return;
+    if (asBool(`${where}.${key}`, value)) out.push({ name, string: 'true' });
+  };
+
+  const version = get('version');
+  const versionText = version === undefined || version === null ? '' : asText(`${where}.version`, version);
+  if (versionText !== '' && !/^v?3$/.test(versionText)) {
+    refuse(`${where}.version`, `Helm ${versionText} is not available: the plugin renders with its own pinned helm`);
+  }
+  if (get('passCredentials') === true) {
+    refuse(`${where}.passCredentials`, 'the plugin never fetches from Helm repositories, so it has no credentials to pass; vendor the dependencies (charts/)');
+  }
+  text('releaseName', 'release-name');
+  text('namespace', 'namespace');
+  const valueFiles = get('valueFiles');
+  if (valueFiles !== undefined && valueFiles !== null) {
+    const files = asStrings(`${where}.valueFiles`, valueFiles);
+    files.forEach((file, index) => {
+      const at = `${where}.valueFiles[${index}]`;
+      checkNoDollar(at, file);
+      if (/[*?[]/.test(file)) refuse(at, 'is a glob: Argo CD expands it, the plugin takes values files literally; list the files');
+      if (/^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(file)) refuse(at, 'is a URL: the plugin reads values files from the repository only');
+    });
+    if (files.length > 0) out.push({ name: 'values-files', array: files });
+  }
+  flag('ignoreMissingValueFiles', 'ignore-missing-value-files');
+  text('values', 'values');
+  const valuesObject = fields.get('valuesObject');
+  if (valuesObject !== undefined && valuesObject.value !== null) {
+    if (typeof valuesObject.value !== 'object' || Array.isArray(valuesObject.value)) refuse(`${where}.valuesObject`, 'must be a mapping');
+    out.push({ name: 'values-object', string: yamlText(valuesObject.node) });
+  }
+  const parameters = get('parameters');
+  if (parameters !== undefined && parameters !== null) {
+    if (!Array.isArray(parameters)) refuse(`${where}.parameters`, 'must be a list');
+    const set: Record<string, string> = {};
+    const setString: Record<string, string> = {};
+    parameters.forEach((item: unknown, index) => {
+      const at = `${where}.parameters[${index}]`;
+      if (typeof item !== 'object' || item === null) refuse(at, 'must be {name, value, forceString}');
+      const { name, value, forceString, ...rest } = item as Record<string, unknown>;
+      const extra = Object.keys(rest)[0];
+      if (extra !== undefined) refuse(`${at}.${extra}`, 'is not a field of a Helm parameter');
+      const key = asText(`${at}.name`, name ?? '');
+      if (key === '') refuse(`${at}.name`, 'is empty');
+      const literal = value === undefined || value === null ? '' : asText(`${at}.value`, value);
+      checkNoDollar(`${at}.value`, literal);
+      // Argo CD keeps --set and --set-string in two maps, so a later parameter with the same name wins, as here.
+      const force = forceString === undefined || forceString === null ? false : asBool(`${at}.forceString`, forceString);
+      (force ? setString : set)[key] = literal;
+    });
+    if (Object.keys(set).length > 0) out.push({ name: 'set', map: set });
+    if (Object.keys(setString).length > 0) out.push({ name: 'set-string', map: setString });
+  }
+  const fileParameters = get('fileParameters');
+  if (fileParameters !== undefined && fileParameters !== null) {
+    if (!Array.isArray(fileParameters)) refuse(`${where}.fileParameters`, 'must be a list');
+    const files: Record<string, string> = {};
+    fileParameters.forEach((item: unknown, index) => {
+      const at = `${where}.fileParameters[${index}]`;
+      if (typeof item !== 'object' || item === null) refuse(at, 'must be {name, path}');
+      const { name, path, ...rest } = item as Record<string, unknown>;
+      const extra = Object.keys(rest)[0];
+      if (extra !== undefined) refuse(`${at}.${extra}`, 'is not a field of a Helm file parameter');
+      const filePath = asText(`${at}.path`, path ?? '');
+      if (filePath.startsWith('$') && !filePath.startsWith('${')) refuse(`${at}.path`, 'refers to another source ($ref): the plugin reads files of its own source only');
+      files[asText(`${at}.name`, name ?? '')] = filePath;
+    });
+    if (Object.keys(files).length > 0) out.push({ name: 'file-parameters', map: files });
+  }
+  flag('skipCrds', 'skip-crds');
+  flag('skipTests', 'skip-tests');
+  flag('skipSchemaValidation', 'skip-schema-validation');
+  text('kubeVersion', 'kube-version');
+  const apiVersions = get('apiVersions');
+  if (apiVersions !== undefined && apiVersions !== null) {
+    const list = asStrings(`${where}.apiVersions`, apiVersions);
+    if (list.length > 0) out.push({ name: 'api-versions', array: list });
+  }
+  return out;
+}
+
+const KUSTOMIZE_FIELDS = [
+  'namePrefix', 'nameSuffix', 'images', 'replicas', 'commonLabels', 'forceCommonLabels', 'labelWithoutSelector',
+  'labelIncludeTemplates', 'commonAnnotations', 'commonAnnotationsEnvsubst', 'forceCommonAnnotations', 'namespace',
+  'patches', 'components', 'ignoreMissingComponents', 'kubeVersion', 'apiVersions', 'version',
+];
+
+function kustomizeParameters(block: YAMLMap, where: string): PluginParameter[] {
+  const fields = fieldsOf(block);
+  for (const key of fields.keys()) {
+    if (!KUSTOMIZE_FIELDS.includes(key)) refuse(`${where}.${key}`, 'is not a field the plugin knows how to carry over');
+  }
+  const out: PluginParameter[] = [];
+  const get = (key: string): unknown => fields.get(key)?.value;
+  const present = (key: string): boolean => get(key) !== undefined && get(key) !== null;
+  const text = (key: string, name: string): void => {
+    if (present(key) && get(key) !== '') out.push({ name, string: asText(`${where}.${key}`, get(key)) });
+  };
+  const flag = (key: string, name: string): void => {
+    if (present(key) && asBool(`${where}.${key}`, get(key))) out.push({ name, string: 'true' });
+  };
+  const list = (key: string, name: string): void => {
+    if (!present(key)) return;
+    const items = asStrings(`${where}.${key}`, get(key));
+    if (items.length > 0) out.push({ name, array: items });
+  };
+  const map = (key: string, name: string): void => {
+    if (!present(key)) return;
+    const record = asStringRecord(`${where}.${key}`, get(key));
+    if (Object.keys(record).length > 0) out.push({ name, map: record });
+  };
+
+  if (present('version') && get('version') !== '') {
+    refuse(`${where}.version`, 'the plugin renders with its own pinned kustomize; remove the field (or keep the native source)');
+  }
+  text('namePrefix', 'name-prefix');
+  text('nameSuffix', 'name-suffix');
+  list('images', 'images');
+  if (present('replicas')) {
+    const replicas = get('replicas');
+    if (!Array.isArray(replicas)) refuse(`${where}.replicas`, 'must be a list of {name, count}');
+    const counts: Record<string, string> = {};
+    replicas.forEach((item: unknown, index) => {
+      const at = `${where}.replicas[${index}]`;
+      if (typeof item !== 'object' || item === null) refuse(at, 'must be {name, count}');
+      const { name, count } = item as Record<string, unknown>;
+      const text = asText(`${at}.count`, count ?? '');
+      if (!/^[+-]?\d+$/.test(text.trim())) refuse(`${at}.count`, 'must be an integer');
+      counts[asText(`${at}.name`, name ?? '')] = text.trim();
+    });
+    if (Object.keys(counts).length > 0) out.push({ name: 'replicas', map: counts });
+  }
+  map('commonLabels', 'common-labels');
+  flag('forceCommonLabels', 'force-common-labels');
+  flag('labelWithoutSelector', 'label-without-selector');
+  flag('labelIncludeTemplates', 'label-include-templates');
+  map('commonAnnotations', 'common-annotations');
+  flag('commonAnnotationsEnvsubst', 'common-annotations-envsubst');
+  flag('forceCommonAnnotations', 'force-common-annotations');
+  text('namespace', 'kustomize-namespace');
+  if (present('patches')) {
+    if (!Array.isArray(get('patches'))) refuse(`${where}.patches`, 'must be a list');
+    if ((get('patches') as unknown[]).length > 0) out.push({ name: 'patches', string: yamlText(fields.get('patches')?.node) });
+  }
+  list('components', 'components');
+  flag('ignoreMissingComponents', 'ignore-missing-components');
+  text('kubeVersion', 'kube-version');
+  list('apiVersions', 'api-versions');
+  return out;
+}
+
+function scalarText(node: unknown): string | undefined {
+  if (!isScalar(node)) return undefined;
+  return typeof node.value === 'string' ? node.value : undefined;
+}

@@ -1,0 +1,117 @@
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { describe, it } from 'node:test';
+import { parse } from 'yaml';
+import { migrateApplications } from '../../plugin/commands/migrate-app.ts';
+import { parseConfig } from '../../plugin/config.ts';
+import { UsageError, exitCodeFor } from '../../plugin/errors.ts';
+import { runCli } from './cli.ts';
+
+const FIXTURES = path.join(import.meta.dirname, '..', 'fixtures', 'migrate');
+const fixture = (name: string): Promise<string> => readFile(path.join(FIXTURES, name), 'utf8');
+
+type Json = Record<string, any>;
+
+/** The config the plugin builds from a migrated source's parameters, as Argo CD hands them over. */
+function configFromParameters(parameters: unknown): ReturnType<typeof parseConfig> {
+  return parseConfig(['generate'], { ARGOCD_APP_PARAMETERS: JSON.stringify(parameters), ARGOCD_APP_NAME: 'argocd_shop' }, '/repo/app');
+}
+
+describe('migrate-app', () => {
+  it('replaces only the helm block: everything before and after it stays byte for byte', async () => {
+    const before = await fixture('helm.yaml');
+    const { text } = migrateApplications(before);
+    const start = before.indexOf('    helm:\n');
+    const end = before.indexOf('  destination:\n');
+    assert.equal(text.slice(0, start), before.slice(0, start));
+    assert.ok(text.endsWith(before.slice(end)), 'the rest of the document is unchanged');
+    assert.match(text.slice(start), /^ {4}plugin:\n {6}name: driftless-v1\n/);
+  });
+
+  it('carries every helm field over to parameters the plugin reads with the same meaning', async () => {
+    const migrated = parse(migrateApplications(await fixture('helm.yaml')).text) as Json;
+    const source = migrated['spec'].source;
+    assert.equal(source.helm, undefined);
+    const config = configFromParameters(source.plugin.parameters);
+    assert.equal(config.sourceType, 'helm');
+    assert.equal(config.helm.releaseName, 'web');
+    assert.deepEqual(config.helm.valuesFiles, ['values-prod.yaml']);
+    assert.equal(config.helm.ignoreMissingValueFiles, true);
+    // The map form escapes the comma, as Argo CD's cleanSetParameters does.
+    assert.deepEqual(config.helm.set, ['image.tag=1.2\\,3']);
+    assert.deepEqual(config.helm.setString, ['port=8080']);
+    assert.deepEqual(config.helm.fileParameters, [{ key: 'certificate', path: 'files/cert.pem' }]);
+    assert.deepEqual(parse(config.helm.valuesObject), { greeting: 'hello', replicas: 2 });
+    assert.equal(config.helm.skipCrds, true);
+    assert.equal(config.helm.skipTests, false);
+  });
+
+  it('carries every kustomize field of each of spec.sources over, and leaves a ref source alone', async () => {
+    const migrated = parse(migrateApplications(await fixture('multi.yaml')).text) as Json;
+    const [values, app] = migrated['spec'].sources as Json[];
+    assert.deepEqual(values, { repoURL: 'https://git.example.com/values.git', ref: 'values' });
+    const config = configFromParameters(app?.['plugin'].parameters);
+    assert.equal(config.sourceType, 'kustomize');
+    assert.deepEqual(
+      { ...config.kustomize, patches: parse(config.kustomize.patches) },
+      {
+        enableHelm: false,
+        buildOptions: [],
+        namePrefix: 'pre-',
+        nameSuffix: '',
+        images: ['nginx:1.27'],
+        replicas: [{ name: 'web', count: 3 }],
+        commonLabels: { env: 'prod' },
+        forceCommonLabels: false,
+        labelWithoutSelector: false,
+        labelIncludeTemplates: false,
+        commonAnnotations: { revision: '${ARGOCD_APP_REVISION}' },
+        commonAnnotationsEnvsubst: true,
+        forceCommonAnnotations: false,
+        namespace: 'platform',
+        patches: [{ target: { kind: 'Deployment', name: 'web' }, patch: '- op: replace\n  path: /spec/replicas\n  value: 4' }],
+        components: ['../components/debug'],
+        ignoreMissingComponents: false,
+      },
+    );
+  });
+
+  it('refuses what it cannot carry over, naming the field and why (exit 2)', () => {
+    const app = (source: string): string =>
+      `apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: a}\nspec:\n  source:\n    repoURL: r\n    path: p\n${source}`;
+    const cases: [string, RegExp][] = [
+      ['    helm: {passCredentials: true}\n', /spec\.source\.helm\.passCredentials: the plugin never fetches/],
+      ['    helm: {version: v2}\n', /spec\.source\.helm\.version: Helm v2 is not available/],
+      ['    helm: {valueFiles: [envs/*.yaml]}\n', /spec\.source\.helm\.valueFiles\[0\]: is a glob/],
+      ['    helm: {valueFiles: [$values/prod.yaml]}\n', /spec\.source\.helm\.valueFiles\[0\]: contains "\$"/],
+      ['    helm: {parameters: [{name: tag, value: $ARGOCD_APP_REVISION}]}\n', /spec\.source\.helm\.parameters\[0\]\.value: contains "\$"/],
+      ['    helm: {fileParameters: [{name: c, path: $values/c.pem}]}\n', /fileParameters\[0\]\.path: refers to another source/],
+      ['    chart: redis\n    helm: {releaseName: r}\n', /spec\.source\.chart: a chart from a Helm repository/],
+      ['    kustomize: {version: v4.5.7}\n', /spec\.source\.kustomize\.version: the plugin renders with its own pinned kustomize/],
+      ['    kustomize: {replicas: [{name: web, count: many}]}\n', /spec\.source\.kustomize\.replicas\[0\]\.count: must be an integer/],
+      ['    kustomize: {newField: x}\n', /spec\.source\.kustomize\.newField: is not a field/],
+      ['    directory: {recurse: true}\n', /no source with a helm or kustomize block.*directory source/],
+    ];
+    for (const [source, message] of cases) {
+      assert.throws(() => migrateApplications(app(source)), (error: unknown) => error instanceof UsageError && exitCodeFor(error) === 2 && message.test(error.message), source);
+    }
+  });
+
+  it('runs as a command: a file or stdin in, the migrated Application out; not an Application is exit 4', async () => {
+    const text = await fixture('helm.yaml');
+    const fromFile = await runCli(['migrate-app', path.join(FIXTURES, 'helm.yaml')], { cwd: FIXTURES });
+    const fromStdin = await runCli(['migrate-app', '-'], { cwd: FIXTURES, stdin: text });
+    assert.equal(fromFile.code, 0, fromFile.stderr);
+    assert.equal(fromStdin.stdout, fromFile.stdout);
+    assert.equal(fromFile.stdout, migrateApplications(text).text);
+    const refused = await runCli(['migrate-app', 'refused.yaml'], { cwd: FIXTURES });
+    assert.equal(refused.code, 2);
+    assert.match(refused.stderr, /passCredentials/);
+    assert.equal(refused.stdout, '');
+    const notAnApp = await runCli(['migrate-app', '-'], { cwd: FIXTURES, stdin: 'apiVersion: v1\nkind: ConfigMap\n' });
+    assert.equal(notAnApp.code, 4);
+    const withFlag = await runCli(['migrate-app', '--mode', 'all', 'helm.yaml'], { cwd: FIXTURES });
+    assert.equal(withFlag.code, 2);
+  });
+});
