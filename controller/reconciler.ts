@@ -193,6 +193,12 @@ export class Reconciler {
       this.#restarting.add(key);
       return { requeueAfterMs: options.checkIntervalMs };
     }
+    // T is the next whole second after the change (pod creation times have whole-second precision): a
+    // replacement created before T would count as stale, so evictions start at T, to the millisecond.
+    if (now < restartAt) {
+      this.#restarting.add(key);
+      return { requeueAfterMs: restartAt - now };
+    }
     const plan = planEvictions({ workload, pods, restartAt, now });
     switch (plan.action) {
       case 'done':
