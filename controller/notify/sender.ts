@@ -99,13 +99,16 @@ export class Notifier {
    */
   async close(graceMs: number): Promise<void> {
     this.#closed = true;
-    let timer: Timer | undefined;
-    const graceOver = new Promise<'late'>((resolve) => {
-      timer = this.#deps.clock.setTimer(() => resolve('late'), graceMs);
-    });
-    const outcome = await Promise.race([this.whenIdle().then(() => 'idle' as const), graceOver]);
-    timer?.cancel();
-    if (outcome === 'idle') return;
+    // No grace: abandon now, without a timer (an injected clock might never fire one).
+    if (graceMs > 0) {
+      let timer: Timer | undefined;
+      const graceOver = new Promise<'late'>((resolve) => {
+        timer = this.#deps.clock.setTimer(() => resolve('late'), graceMs);
+      });
+      const outcome = await Promise.race([this.whenIdle().then(() => 'idle' as const), graceOver]);
+      timer?.cancel();
+      if (outcome === 'idle') return;
+    }
     const abandoned = this.#queue.length;
     this.#queue.length = 0;
     this.#inFlight?.abort();
