@@ -7,8 +7,9 @@
  * cannot drift from the parser. Where a value comes from, first match wins:
  *   1. the flag (`--name value` or `--name=value`);
  *   2. the environment variables of its row, in order (`DRIFTLESS_<NAME>`, and
- *      for `kubeconfig` also kubectl's `KUBECONFIG`); an empty value counts as unset,
- *      as manifests often render `value: ""`;
+ *      for `kubeconfig` also kubectl's `KUBECONFIG`, for the notification flags
+ *      Reloader's `ALERT_*`); an empty value counts as unset, as manifests often
+ *      render `value: ""`;
  *   3. the row's default.
  * A config field is the flag name in camelCase (`--max-concurrent-restarts` → `maxConcurrentRestarts`).
  *
@@ -23,6 +24,8 @@ import { UsageError } from '../plugin/errors.ts';
 import { parseGoDuration } from '../plugin/go-duration.ts';
 import { envName } from '../plugin/parameters.ts';
 import type { RestartStrategy } from './model.ts';
+import { NOTIFY_EVENTS, NOTIFY_SINKS, type NotifyEvent, type NotifySink } from './notify/message.ts';
+import { parseWebhookUrl, type WebhookUrl } from './notify/url.ts';
 
 // ---------------------------------------------------------------------------
 // the configuration
@@ -125,6 +128,16 @@ export interface ControllerConfig {
   readonly retryPeriod: DurationSetting;
   /** Decide and report (logs, Events, metrics) without writing to workloads or evicting. */
   readonly dryRun: boolean;
+  /** Where notifications are posted; `undefined` = not given here (see `notifyWebhookUrlFile`). Shows only its origin when printed. */
+  readonly notifyWebhookUrl: WebhookUrl | undefined;
+  /** A file holding the webhook URL, as given; read by main, never here. Exclusive with `notifyWebhookUrl`. */
+  readonly notifyWebhookUrlFile: string | undefined;
+  /** The receiver's format. */
+  readonly notifySink: NotifySink;
+  /** What is notified, in NOTIFY_EVENTS order; `[]` = nothing. Notifications are on when this and a URL are both given. */
+  readonly notifyOn: readonly NotifyEvent[];
+  /** Text put before every notification (`"<info> : <text>"`, as Reloader), e.g. the cluster's name. */
+  readonly notifyAdditionalInfo: string | undefined;
   /** For each flag name, where its value came from. */
   readonly provenance: Readonly<Record<string, Provenance>>;
 }
@@ -157,7 +170,13 @@ export type ControllerFlagType =
   /** `true` or `false`; the bare flag means `true`. */
   | 'boolean'
   /** A listen address: `host:port`, `:port` or `[v6]:port`. */
-  | 'address';
+  | 'address'
+  /** An absolute http(s) URL; never quoted in a message (it may hold a token). */
+  | 'url'
+  /** Comma-separated notification events, or `none`. */
+  | 'event-list'
+  /** Free text. */
+  | 'text';
 
 /** Inclusive bounds, except `min` when `minExclusive` (e.g. a rate `> 0`). Durations are bounded in milliseconds. */
 export interface FlagRange {
@@ -414,6 +433,49 @@ export const CONTROLLER_FLAGS: readonly ControllerFlagSpec[] = Object.freeze([
     default: 'false',
     description: 'Decide and report (logs, Events, metrics) without writing to workloads or evicting pods.',
   }),
+  flag({
+    name: 'notify-webhook-url',
+    extraEnv: ['ALERT_WEBHOOK_URL'],
+    type: 'url',
+    default: '',
+    defaultText: 'none: no notifications',
+    description:
+      'Post a notification here for each restart (see --notify-on). The URL usually holds a token: prefer --notify-webhook-url-file; logs show only its origin.',
+  }),
+  flag({
+    name: 'notify-webhook-url-file',
+    type: 'path',
+    default: '',
+    defaultText: 'none',
+    description: 'File holding the webhook URL (e.g. a mounted Secret key), instead of --notify-webhook-url.',
+  }),
+  flag({
+    name: 'notify-sink',
+    extraEnv: ['ALERT_SINK'],
+    type: 'enum',
+    values: NOTIFY_SINKS,
+    default: '',
+    defaultText: 'webhook; raw when the URL comes from ALERT_WEBHOOK_URL, as Reloader',
+    description:
+      'The receiver: slack, teams, gchat (their incoming webhooks), webhook (Driftless JSON, schema driftless.dev/notification/v1) or raw (plain text, as Reloader\'s webhook sink). ALERT_SINK=webhook means raw, as in Reloader.',
+  }),
+  flag({
+    name: 'notify-on',
+    extraEnv: ['ALERT_ON_RELOAD'],
+    type: 'event-list',
+    default: '',
+    defaultText: 'started,finished,blocked,skipped; with ALERT_WEBHOOK_URL, only what ALERT_ON_RELOAD turns on',
+    description:
+      'What is notified: comma-separated started, finished, blocked, skipped, or none. Reloader\'s ALERT_ON_RELOAD=true means started (its alert after each reload); any other value, none.',
+  }),
+  flag({
+    name: 'notify-additional-info',
+    extraEnv: ['ALERT_ADDITIONAL_INFO'],
+    type: 'text',
+    default: '',
+    defaultText: 'none',
+    description: 'Text put before every notification as "<text> : <notification>", as Reloader does, e.g. the cluster\'s name.',
+  }),
 ]);
 
 /** Looks a flag up by name (without dashes). */
@@ -515,8 +577,38 @@ export function parseControllerConfig(argv: readonly string[], env: Env): Contro
     renewDeadline,
     retryPeriod: read('retry-period', asDuration),
     dryRun: read('dry-run', asBoolean),
+    ...readNotifySettings(readOptional, provenance),
     provenance,
   } satisfies ControllerConfig);
+}
+
+type ReadOptional = <T>(name: string, convert: (given: Given, spec: ControllerFlagSpec) => T) => T | undefined;
+type NotifySettings = Pick<ControllerConfig, 'notifyWebhookUrl' | 'notifyWebhookUrlFile' | 'notifySink' | 'notifyOn' | 'notifyAdditionalInfo'>;
+
+/**
+ * The notification flags, with Reloader's meaning where its variables are used: a URL from
+ * `ALERT_WEBHOOK_URL` alerts only when `ALERT_ON_RELOAD=true` and defaults to the plain-text sink.
+ */
+function readNotifySettings(readOptional: ReadOptional, provenance: Record<string, Provenance>): NotifySettings {
+  const notifyWebhookUrl = readOptional('notify-webhook-url', asWebhookUrl);
+  const notifyWebhookUrlFile = readOptional('notify-webhook-url-file', asPath);
+  const fromReloader = provenance['notify-webhook-url'] === 'ALERT_WEBHOOK_URL';
+  if (notifyWebhookUrl !== undefined && notifyWebhookUrlFile !== undefined) {
+    throw new UsageError(`--notify-webhook-url (from ${provenance['notify-webhook-url']}) and --notify-webhook-url-file (from ${provenance['notify-webhook-url-file']}) both name the webhook: give one`);
+  }
+  const notifySink = readOptional('notify-sink', asNotifySink) ?? (fromReloader ? 'raw' : 'webhook');
+  const notifyOn = readOptional('notify-on', asNotifyEvents) ?? (fromReloader ? [] : NOTIFY_EVENTS);
+  const notifyAdditionalInfo = readOptional('notify-additional-info', asText);
+  if (notifyWebhookUrl === undefined && notifyWebhookUrlFile === undefined) {
+    // Asked for notifications but said nowhere to send them: fail now rather than stay silent at the first restart.
+    // Reloader's ALERT_SINK and ALERT_ADDITIONAL_INFO alone are left over from a disabled alert, as Reloader treats them.
+    const asked = ['notify-sink', 'notify-additional-info'].find((name) => provenance[name] !== 'default' && !provenance[name]?.startsWith('ALERT_'))
+      ?? (provenance['notify-on'] !== 'default' && notifyOn.length > 0 ? 'notify-on' : undefined);
+    if (asked !== undefined) {
+      throw new UsageError(`--${asked} (from ${provenance[asked]}) needs --notify-webhook-url or --notify-webhook-url-file: notifications need somewhere to go`);
+    }
+  }
+  return { notifyWebhookUrl, notifyWebhookUrlFile, notifySink, notifyOn, notifyAdditionalInfo };
 }
 
 // ---------------------------------------------------------------------------
@@ -579,6 +671,36 @@ function invalid(given: Given, spec: ControllerFlagSpec, problem?: string): Usag
 
 function asPath(given: Given): string {
   return given.text;
+}
+
+function asText(given: Given): string {
+  return given.text;
+}
+
+/** Never quotes the value: a webhook URL usually carries its token in the path or query. */
+function asWebhookUrl(given: Given, spec: ControllerFlagSpec): WebhookUrl {
+  const parsed = parseWebhookUrl(given.text);
+  if (typeof parsed !== 'string') return parsed;
+  const source = given.from === `flag ${spec.flag}` ? '' : ` (from ${given.from})`;
+  throw new UsageError(`invalid value for ${spec.flag}${source} (not shown: it may hold a token): ${parsed}; expected ${allowedText(spec)}`);
+}
+
+/** Reloader sends anything but slack, teams and gchat as plain text, and documents that as `webhook`. */
+function asNotifySink(given: Given, spec: ControllerFlagSpec): NotifySink {
+  const sink = asEnum(given, spec) as NotifySink;
+  return given.from === 'ALERT_SINK' && sink === 'webhook' ? 'raw' : sink;
+}
+
+function asNotifyEvents(given: Given, spec: ControllerFlagSpec): readonly NotifyEvent[] {
+  // Reloader compares with "true" exactly; any other value leaves its alerts off.
+  if (given.from === 'ALERT_ON_RELOAD') return given.text === 'true' ? ['started'] : [];
+  if (given.text.trim() === 'none') return [];
+  const items = given.text.split(',').map((item) => item.trim()).filter((item) => item !== '');
+  if (items.length === 0) throw invalid(given, spec, 'no event named');
+  for (const item of items) {
+    if (!(NOTIFY_EVENTS as readonly string[]).includes(item)) throw invalid(given, spec, `${quote(item)} is not an event`);
+  }
+  return NOTIFY_EVENTS.filter((event) => items.includes(event));
 }
 
 /** The flag and `DRIFTLESS_KUBECONFIG` name one file (as kubectl's flag); `KUBECONFIG` is a list (as kubectl reads it). */
@@ -685,6 +807,12 @@ function allowedText(spec: ControllerFlagSpec): string {
       return 'true or false (the bare flag means true)';
     case 'address':
       return 'host:port, :port (every interface) or [ipv6]:port; port 0 picks a free one (logged at start)';
+    case 'url':
+      return 'an absolute https or http URL';
+    case 'event-list':
+      return `comma-separated ${joinAlternatives(NOTIFY_EVENTS)}, or none`;
+    case 'text':
+      return 'any text';
   }
 }
 
@@ -834,6 +962,9 @@ const PLACEHOLDERS: Readonly<Record<ControllerFlagType, string>> = {
   number: 'N',
   boolean: '[=true|false]',
   address: 'HOST:PORT',
+  url: 'URL',
+  'event-list': 'EVENT[,EVENT…]',
+  text: 'TEXT',
 };
 
 /** The `driftless controller --help` text, generated from CONTROLLER_FLAGS so it cannot drift from the parser. */

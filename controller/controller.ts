@@ -20,6 +20,8 @@ import { createWrites, dryRunWrites, type Writes } from './kube/writes.ts';
 import type { HealthSources } from './http.ts';
 import { LeaderElector } from './leader.ts';
 import { createMetrics, type ControllerMetrics } from './metrics.ts';
+import { setUpNotifications } from './notify/setup.ts';
+import type { WebhookUrl } from './notify/url.ts';
 import type { ConfigSummary, WorkloadKindName } from './model.ts';
 import { WorkQueue } from './queue.ts';
 import { Reconciler } from './reconciler.ts';
@@ -46,6 +48,8 @@ export interface ControllerDeps {
   readonly defaultLeaseNamespace: string;
   /** Leadership was lost: the process must stop (its caches may be behind the new leader's writes). */
   readonly onLostLeadership: () => void;
+  /** The webhook URL read from `--notify-webhook-url-file` (main reads files, not the controller). */
+  readonly notifyWebhookUrl?: WebhookUrl;
 }
 
 /** A running controller. */
@@ -75,7 +79,10 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
   const namespaceLabels = new Map<string, Readonly<Record<string, string>>>();
   const inScope = createScope({ ignore: config.ignoreNamespaces, selector: config.namespaceSelector }, (ns) => namespaceLabels.get(ns));
   const tracking: TrackingOptions = { method: config.argocdTrackingMethod, label: config.argocdTrackingLabel };
-  const events = createEventRecorder({ client, log, now: () => clock.now(), instance: deps.identity || hostname(), repeatMs: 10 * 60_000 });
+  const recorder = createEventRecorder({ client, log, now: () => clock.now(), instance: deps.identity || hostname(), repeatMs: 10 * 60_000 });
+  // Restart Events also go to the webhook, when one is configured; the reconciler only sees a recorder.
+  const notifications = setUpNotifications(recorder, config, { clock, log, urlFromFile: deps.notifyWebhookUrl });
+  const events = notifications.events;
   const writes = deps.writes?.(client) ?? (config.dryRun ? dryRunWrites((what) => log.info({ dryRun: true }, what)) : createWrites(client));
   const reconciler = new Reconciler({
     view,
@@ -256,6 +263,8 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
       stopped = true;
       resyncTimer?.cancel();
       await queue.shutdown();
+      // The last restarts' notifications get a moment, bounded well inside a pod's termination grace period.
+      await notifications.close(3000);
       // Release the Lease after in-flight work, so the next leader starts from our last write.
       await elector?.stop();
       await Promise.all(reflectors.map((r) => r.stop()));

@@ -14,6 +14,7 @@ import { startController } from './controller.ts';
 import { startHttpServer } from './http.ts';
 import { KubeConfigError } from './kube/errors.ts';
 import { createLogger } from './log.ts';
+import { parseWebhookUrl, type WebhookUrl } from './notify/url.ts';
 
 async function main(argv: readonly string[]): Promise<number> {
   let config;
@@ -43,6 +44,22 @@ async function main(argv: readonly string[]): Promise<number> {
   } else {
     log.warn('no --hash-key-file: config digests on workloads are plain SHA-256, which anyone who can read a workload could brute-force for a short Secret');
   }
+  let notifyWebhookUrl: WebhookUrl | undefined;
+  if (config.notifyWebhookUrlFile !== undefined) {
+    const file = config.notifyWebhookUrlFile;
+    const text = await readFile(file, 'utf8').catch((error: unknown) => ({ code: (error as NodeJS.ErrnoException).code ?? 'error' }));
+    // Messages name the file and the problem, never its content: the URL holds the token.
+    if (typeof text !== 'string') {
+      process.stderr.write(`driftless controller: --notify-webhook-url-file ${file}: cannot be read (${text.code})\n`);
+      return 2;
+    }
+    const parsed = parseWebhookUrl(text);
+    if (typeof parsed === 'string') {
+      process.stderr.write(`driftless controller: --notify-webhook-url-file ${file}: ${parsed} (content not shown)\n`);
+      return 2;
+    }
+    notifyWebhookUrl = parsed;
+  }
   // The pod's namespace, for the Lease: POD_NAMESPACE (the downward API), else the service account's, else `default`.
   const podNamespace = process.env['POD_NAMESPACE']
     || (await readFile('/var/run/secrets/kubernetes.io/serviceaccount/namespace', 'utf8').catch(() => '')).trim()
@@ -64,6 +81,7 @@ async function main(argv: readonly string[]): Promise<number> {
       hashKey,
       identity: process.env['POD_NAME'] || `${hostname()}_${randomBytes(4).toString('hex')}`,
       defaultLeaseNamespace: podNamespace,
+      notifyWebhookUrl,
       onLostLeadership: () => {
         lostLeadership = true;
         onLost();

@@ -64,6 +64,11 @@ describe('parseControllerConfig: defaults', () => {
       renewDeadline: { ms: 10_000, text: '10s' },
       retryPeriod: { ms: 2000, text: '2s' },
       dryRun: false,
+      notifyWebhookUrl: undefined,
+      notifyWebhookUrlFile: undefined,
+      notifySink: 'webhook',
+      notifyOn: ['started', 'finished', 'blocked', 'skipped'],
+      notifyAdditionalInfo: undefined,
       provenance: Object.fromEntries(CONTROLLER_FLAGS.map((spec) => [spec.name, 'default'])),
     });
   });
