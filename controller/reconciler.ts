@@ -206,7 +206,11 @@ export class Reconciler {
     // Written already, and the watch has not delivered our write yet: writing again would be a wasted request.
     if (same || (last !== undefined && last.basedOn === workload.resourceVersion && last.fields === text)) return;
     await this.#deps.writes.applyOwnFields(workload, fields);
-    if (this.#deps.options.dryRun === true) this.#shadow.set(key, fields);
+    if (this.#deps.options.dryRun === true) {
+      // Nothing was applied: the dry-run writes said what they would record.
+      this.#shadow.set(key, fields);
+      return;
+    }
     this.#lastApply.set(key, { basedOn: workload.resourceVersion, fields: text });
     this.#deps.log.debug({ workload: key, restartAt: fields.restartAt }, 'applied own fields');
   }
