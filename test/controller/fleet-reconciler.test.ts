@@ -15,7 +15,7 @@ import { FakeClock } from '../../controller/clock.ts';
 import type { EventReason, EventRecorder } from '../../controller/events.ts';
 import { FLEET_ANNOTATIONS, formatHalt, type FleetOptions } from '../../controller/fleet/safety.ts';
 import type { OwnFields, Writes } from '../../controller/kube/writes.ts';
-import type { WorkloadSummary } from '../../controller/model.ts';
+import type { PodSummary, WorkloadSummary } from '../../controller/model.ts';
 import { Reconciler, type StartLimiter } from '../../controller/reconciler.ts';
 import { TokenBucket } from '../../controller/token-bucket.ts';
 import { config, workload } from './support/summaries.ts';
@@ -50,7 +50,10 @@ function harness(options: { fleet?: FleetOptions; limiter?: (clock: FakeClock) =
       view.workloadChanged(previous, { ...previous, annotations, resourceVersion: String(++version) });
     },
     async patchRestartAt() {},
-    async evict() {
+    async evict(pod) {
+      // The StatefulSet controller's part: the pod goes, its same-named replacement is created now, not Ready.
+      view.podChanged(pod, undefined);
+      view.podChanged(undefined, { ...pod, uid: `${pod.uid}-next`, createdAt: clock.now(), readySince: undefined });
       return { outcome: 'evicted', message: '' };
     },
   };
@@ -77,10 +80,14 @@ function harness(options: { fleet?: FleetOptions; limiter?: (clock: FakeClock) =
     const previous = view.configLookup('prod').get('Secret', 'db');
     view.configChanged(previous, config('Secret', 'db', { digest: `v1:${++digest}`, seenAt: clock.now() }));
   };
-  const add = (name: string, annotations: Record<string, string> = {}): string => {
-    const summary: WorkloadSummary = workload('Deployment', name, { secrets: ['db'], annotations: { 'reloader.stakater.com/auto': 'true', ...annotations } });
+  const add = (name: string, annotations: Record<string, string> = {}, kind: 'Deployment' | 'StatefulSet' = 'Deployment'): string => {
+    const summary: WorkloadSummary = workload(kind, name, { secrets: ['db'], annotations: { 'reloader.stakater.com/auto': 'true', ...annotations }, ...(kind === 'StatefulSet' ? { spec: { replicas: 1 } } : {}) });
     view.workloadChanged(undefined, summary);
-    return workloadKey('Deployment', 'prod', name);
+    if (kind === 'StatefulSet') {
+      const pod: PodSummary = { namespace: 'prod', name: `${name}-0`, uid: `uid-${name}-0`, owner: { kind, name, uid: summary.uid }, createdAt: START - 3_600_000, deleting: false, phase: 'Running', readySince: START - 3_590_000, nodeName: 'n' };
+      view.podChanged(undefined, pod);
+    }
+    return workloadKey(kind, 'prod', name);
   };
   rotate();
   return { clock, view, events, applied, make, rotate, add };
@@ -193,4 +200,31 @@ test('dry-run decides from what it would have recorded, and the API is never cha
   h.clock.advance(1000);
   await reconciler.reconcile(key);
   assert.equal(started(h.events).length, 1);
+});
+
+test('a replacement not Ready within the health gate halts its workload on the API server, and the halt opens the breaker', async () => {
+  const h = harness({ fleet: { ...FLEET, breakerThreshold: 1 } });
+  const db = h.add('db', {}, 'StatefulSet');
+  const other = h.add('other');
+  const reconciler = h.make();
+  for (const key of [db, other]) await reconciler.reconcile(key);
+  h.clock.advance(1000);
+  h.rotate();
+  assert.deepEqual(await reconciler.reconcile(db), { requeueAfterMs: 500 }, 'evicted db-0; its replacement is not Ready');
+  h.clock.advance(299_000);
+  assert.deepEqual(await reconciler.reconcile(db), { requeueAfterMs: 500 }, 'not finished while the replacement is not Ready');
+  assert.equal(h.events.some((e) => e.reason === 'RestartFinished'), false);
+  h.clock.advance(1000);
+  assert.equal(await reconciler.reconcile(db), undefined);
+  const halted = h.events.find((e) => e.reason === 'RestartHalted');
+  assert.equal(halted?.type, 'Warning');
+  assert.match(halted?.message ?? '', /^replacement pod db-0 not Ready 300s after its creation \(health gate 300s\): no further restart/);
+  const annotation = h.view.workload(db)?.annotations[FLEET_ANNOTATIONS.restartHalted] ?? '';
+  assert.equal(annotation, formatHalt({ at: START + 301_000, reason: 'replacement pod db-0 not Ready 300s after its creation (health gate 300s)' }));
+  // The digests and T stay as they were: removing the halt resumes this very restart.
+  assert.ok(h.view.workload(db)?.annotations[BOOKKEEPING.restartAt] !== undefined);
+  // One halt is the threshold here: the other workload's restart waits.
+  assert.deepEqual(await reconciler.reconcile(other), { requeueAfterMs: 500 });
+  assert.deepEqual(started(h.events), ['db']);
+  assert.ok(reconciler.breakerOpen);
 });
