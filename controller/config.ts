@@ -97,6 +97,19 @@ export interface ControllerConfig {
   readonly workers: number;
   /** Global cap on workloads restarting at once. */
   readonly maxConcurrentRestarts: number;
+  /** Restart starts per second, fleet-wide (a token bucket on top of the concurrency cap). */
+  readonly restartRate: number;
+  /** Restart starts allowed in a burst above `restartRate`. */
+  readonly restartBurst: number;
+  /** Per workload, the least time between two restart starts (0 = none). */
+  readonly minRestartInterval: DurationSetting;
+  /** Per workload, further restarts wait this long after one (Reloader's pause period; the annotation wins; 0 = none). */
+  readonly pausePeriod: DurationSetting;
+  /** A restart's replacement pods must be Ready this long after their creation, or the workload's restarts halt (0 = no gate). */
+  readonly healthGateTimeout: DurationSetting;
+  /** This many halted restarts within `breakerWindow`, fleet-wide, pause every restart. */
+  readonly breakerThreshold: number;
+  readonly breakerWindow: DurationSetting;
   /** Client-side rate limit on every API request: sustained requests per second. */
   readonly kubeQps: number;
   /** Client-side rate limit: burst size. */
@@ -309,6 +322,55 @@ export const CONTROLLER_FLAGS: readonly ControllerFlagSpec[] = Object.freeze([
     range: { min: 1 },
     default: '10',
     description: 'Global cap on workloads restarting at once, so one Secret used by many workloads cannot flood the cluster.',
+  }),
+  flag({
+    name: 'restart-rate',
+    type: 'number',
+    range: { min: 0, minExclusive: true },
+    default: '1',
+    description: 'Restart starts per second, fleet-wide (a token bucket on top of --max-concurrent-restarts); a workload that must wait is requeued.',
+  }),
+  flag({
+    name: 'restart-burst',
+    type: 'integer',
+    range: { min: 1 },
+    default: '10',
+    description: 'Restart starts allowed at once above --restart-rate.',
+  }),
+  flag({
+    name: 'min-restart-interval',
+    type: 'duration',
+    range: { min: 0, max: MAX_DURATION_MS },
+    default: '1m',
+    description: 'Least time between two restarts of one workload: a config that flips repeatedly gives at most one restart per interval and a Warning Event (0 = none).',
+  }),
+  flag({
+    name: 'pause-period',
+    type: 'duration',
+    range: { min: 0, max: MAX_DURATION_MS },
+    default: '0',
+    description: 'After a restart, further restarts of the workload wait this long (Reloader\'s pause period; the deployment.reloader.stakater.com/pause-period annotation wins; 0 = none).',
+  }),
+  flag({
+    name: 'health-gate-timeout',
+    type: 'duration',
+    range: { min: 0, max: MAX_DURATION_MS },
+    default: '5m',
+    description: 'A restart\'s replacement pods must be Ready this long after their creation, else the workload\'s restarts halt (driftless.dev/restart-halted; 0 = no gate).',
+  }),
+  flag({
+    name: 'breaker-threshold',
+    type: 'integer',
+    range: { min: 1 },
+    default: '3',
+    description: 'This many halted restarts within --breaker-window, fleet-wide, pause every restart until an operator removes the driftless.dev/restart-halted annotations.',
+  }),
+  flag({
+    name: 'breaker-window',
+    type: 'duration',
+    range: positiveDuration,
+    default: '10m',
+    description: 'The window of --breaker-threshold.',
   }),
   flag({
     name: 'kube-qps',
@@ -559,6 +621,13 @@ export function parseControllerConfig(argv: readonly string[], env: Env): Contro
     debounce: read('debounce', asDuration),
     workers: read('workers', asInteger),
     maxConcurrentRestarts: read('max-concurrent-restarts', asInteger),
+    restartRate: read('restart-rate', asNumber),
+    restartBurst: read('restart-burst', asInteger),
+    minRestartInterval: read('min-restart-interval', asDuration),
+    pausePeriod: read('pause-period', asDuration),
+    healthGateTimeout: read('health-gate-timeout', asDuration),
+    breakerThreshold: read('breaker-threshold', asInteger),
+    breakerWindow: read('breaker-window', asDuration),
     kubeQps: read('kube-qps', asNumber),
     kubeBurst: read('kube-burst', asInteger),
     resyncPeriod: read('resync-period', asDuration),

@@ -13,6 +13,7 @@ import { reduceConfig, reducePod, reduceProviderPodStatus, reduceReplicaSet, red
 import type { Clock } from './clock.ts';
 import type { ControllerConfig } from './config.ts';
 import { createEventRecorder } from './events.ts';
+import { createFleetMetrics, type FleetMetrics } from './fleet/metrics.ts';
 import { createKubeClient, loadKubeConfig, type KubeClient } from './kube/client.ts';
 import { Reflector, type ReflectorSpec } from './kube/reflector.ts';
 import { OTHER_RESOURCES, WORKLOAD_RESOURCES, collectionPath, type ResourceSpec } from './kube/resources.ts';
@@ -84,6 +85,8 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
   const notifications = setUpNotifications(recorder, config, { clock, log, urlFromFile: deps.notifyWebhookUrl });
   const events = notifications.events;
   const writes = deps.writes?.(client) ?? (config.dryRun ? dryRunWrites((what) => log.info({ dryRun: true }, what)) : createWrites(client));
+  const restartStarts = new TokenBucket({ ratePerSecond: config.restartRate, burst: config.restartBurst, clock });
+  let fleetMetrics: FleetMetrics | undefined;
   const reconciler = new Reconciler({
     view,
     writes,
@@ -98,9 +101,22 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
       checkIntervalMs: config.restartCheckInterval.ms,
       maxConcurrentRestarts: config.maxConcurrentRestarts,
       blockedWarningMs: config.evictionBlockedWarning.ms,
+      fleet: {
+        minRestartIntervalMs: config.minRestartInterval.ms,
+        pausePeriodMs: config.pausePeriod.ms,
+        healthGateTimeoutMs: config.healthGateTimeout.ms,
+        breakerThreshold: config.breakerThreshold,
+        breakerWindowMs: config.breakerWindow.ms,
+      },
+      dryRun: config.dryRun,
     },
+    // A workload that finds no token is requeued for when the next one accrues: a worker never waits.
+    startLimiter: { tryTake: () => restartStarts.tryTake(), retryAfterMs: Math.ceil(1000 / config.restartRate) },
     get metrics() {
       return metrics;
+    },
+    get fleetMetrics() {
+      return fleetMetrics;
     },
   });
   let inFlight = 0;
@@ -194,6 +210,7 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
     cacheSizes: () => ({ workloads: view.workloadCount, configs: view.configCount, pods: view.podCount }),
     isLeader: () => elector === undefined || elector.isLeader,
   });
+  fleetMetrics = createFleetMetrics(metrics.registry, () => reconciler.breakerOpen);
 
   for (const reflector of reflectors) reflector.start();
   let resyncTimer: { cancel(): void } | undefined;

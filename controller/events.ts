@@ -12,7 +12,9 @@ import type { KubeClient } from './kube/client.ts';
 import type { WorkloadSummary } from './model.ts';
 
 /** Reasons, CamelCase as Kubernetes writes them. */
-export type EventReason = 'RestartStarted' | 'RestartFinished' | 'RestartBlocked' | 'RestartSkipped' | 'RestartWarning' | 'Recorded' | 'PolicyError';
+export type EventReason = 'RestartStarted' | 'RestartFinished' | 'RestartBlocked' | 'RestartSkipped' | 'RestartWarning' | 'Recorded' | 'PolicyError'
+  /** Fleet safety (controller/fleet/): a restart waits for its interval, was halted by the health gate, or the breaker is open. */
+  | 'RestartDeferred' | 'RestartHalted' | 'RestartPaused';
 
 /** Writes Events. */
 export interface EventRecorder {

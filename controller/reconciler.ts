@@ -17,6 +17,8 @@ import { parseWorkloadKey, workloadKey, type ClusterView } from './cache/cluster
 import type { Clock } from './clock.ts';
 import { compareDigests, outOfBandDigests, resolveStrategy, selectConfigs, type ResolvedStrategy } from './decide.ts';
 import type { EventRecorder } from './events.ts';
+import type { FleetMetrics } from './fleet/metrics.ts';
+import { FLEET_ANNOTATIONS, breakerState, cooldownFor, cooldownRemaining, formatHalt, healthGate, parseHalt, type BreakerState, type FleetOptions } from './fleet/safety.ts';
 import type { ControllerMetrics } from './metrics.ts';
 import type { PodSummary, RestartStrategy, WorkloadSummary } from './model.ts';
 import type { ProcessResult } from './queue.ts';
@@ -33,6 +35,19 @@ export interface ReconcileOptions {
   readonly maxConcurrentRestarts: number;
   /** A Warning Event when evictions have been refused (PDB) this long. */
   readonly blockedWarningMs: number;
+  /** Cooldowns, health gate and breaker (controller/fleet/); absent: all off. */
+  readonly fleet?: FleetOptions;
+  /**
+   * `--dry-run`: the writes only log, so what they would have recorded is kept
+   * in memory and read back, and a restart reports every eviction at once.
+   */
+  readonly dryRun?: boolean;
+}
+
+/** The fleet-wide limit on restart starts (a TokenBucket); `retryAfterMs` is when to look again. */
+export interface StartLimiter {
+  tryTake(): boolean;
+  readonly retryAfterMs: number;
 }
 
 /** What the reconciler needs. */
@@ -46,10 +61,18 @@ export interface ReconcilerDeps {
   /** False for a namespace out of scope (ignored, or not matching the namespace selector). */
   readonly inScope: (namespace: string) => boolean;
   readonly metrics?: ControllerMetrics;
+  readonly fleetMetrics?: FleetMetrics;
+  /** `--restart-rate`/`--restart-burst`; absent: no limit. */
+  readonly startLimiter?: StartLimiter;
 }
 
 /** How long an evicted pod's UID is remembered while the watch has not yet shown its deletion. */
 const EVICTED_MEMORY_MS = 5 * 60_000;
+
+/** The breaker reads every workload's halt annotation; once a second is enough (a scan per restart start would not be). */
+const BREAKER_RECHECK_MS = 1000;
+
+const FLEET_OFF: FleetOptions = Object.freeze({ minRestartIntervalMs: 0, pausePeriodMs: 0, healthGateTimeoutMs: 0, breakerThreshold: Number.MAX_SAFE_INTEGER, breakerWindowMs: 0 });
 
 /** Reconciles workloads; one instance per controller, keys are `Kind/namespace/name`. */
 export class Reconciler {
@@ -62,6 +85,13 @@ export class Reconciler {
   readonly #evicted = new Map<string, number>();
   /** Our last apply per workload and the resourceVersion it was based on: the cache may not show it yet. */
   readonly #lastApply = new Map<string, { readonly basedOn: string; readonly fields: string }>();
+  /** `--dry-run` only: what the writes would have recorded per workload. */
+  readonly #shadow = new Map<string, OwnFields>();
+  /** `--dry-run` only: the T of the restarts already reported. */
+  readonly #dryRunFinished = new Map<string, number>();
+  /** Halts we wrote that the cache may not show yet, with the resourceVersion they were based on. */
+  readonly #pendingHalts = new Map<string, { readonly at: number; readonly basedOn: string }>();
+  #breaker: { readonly at: number; readonly state: BreakerState } | undefined;
 
   constructor(deps: ReconcilerDeps) {
     this.#deps = deps;
@@ -70,6 +100,11 @@ export class Reconciler {
   /** True while the workload has a restart in progress (its pod events wake it). */
   isRestarting(key: string): boolean {
     return this.#restarting.has(key);
+  }
+
+  /** True while the fleet-wide breaker pauses every restart (as of its last evaluation). */
+  get breakerOpen(): boolean {
+    return this.#breaker?.state.open === true;
   }
 
   /** Number of restarts in progress. */
@@ -85,7 +120,7 @@ export class Reconciler {
   /** One reconcile of one workload. */
   async reconcile(key: string): Promise<ProcessResult> {
     const { view, options, clock } = this.#deps;
-    const workload = view.workload(key);
+    const workload = this.#withShadow(key, view.workload(key));
     if (workload === undefined || !this.#deps.inScope(workload.namespace)) {
       this.#finish(key);
       return undefined;
@@ -109,6 +144,7 @@ export class Reconciler {
     const verdict = compareDigests(recorded, current, seenAt, now, options.debounceMs);
     const { strategy, problem } = resolveStrategy(workload, options.defaultStrategy);
     if (problem !== undefined) await this.#deps.events.warning(workload, 'RestartWarning', problem);
+    const halt = parseHalt(workload.annotations[FLEET_ANNOTATIONS.restartHalted]);
 
     switch (verdict.action) {
       case 'debounce':
@@ -125,10 +161,8 @@ export class Reconciler {
           await this.#deps.events.normal(workload, 'RestartSkipped', `${changed} changed; ${workload.kind === 'CronJob' ? 'a CronJob\'s next Job reads the new config' : 'restart-strategy none'}: recorded only`);
           return undefined;
         }
-        if (!this.#restarting.has(key) && this.#restarting.size >= options.maxConcurrentRestarts) {
-          this.#deps.log.debug({ workload: key }, 'waiting for a restart slot (max-concurrent-restarts)');
-          return { requeueAfterMs: options.checkIntervalMs };
-        }
+        const held = await this.#holdStart(key, workload, changed, restartAt, halt, now);
+        if (held !== false) return held;
         restartAt = verdict.restartAt;
         await this.#apply(workload, {
           restartedFor: formatDigestMap(current),
@@ -150,7 +184,8 @@ export class Reconciler {
       case 'none':
         break;
     }
-    if (restartAt === undefined || strategy === 'record-only') {
+    if (restartAt === undefined || strategy === 'record-only' || halt !== undefined) {
+      // A halted workload's restart stops where it is; removing the annotation resumes it from the recorded T.
       this.#finish(key);
       return undefined;
     }
@@ -158,16 +193,24 @@ export class Reconciler {
   }
 
   /** Server-side apply of the controller's own fields, only when they differ from the live ones. */
-  async #apply(workload: WorkloadSummary, fields: OwnFields): Promise<void> {
+  async #apply(workload: WorkloadSummary, given: OwnFields): Promise<void> {
     const key = workloadKey(workload.kind, workload.namespace, workload.name);
+    // An apply that omits an owned field removes it: the halt is carried over unless this write sets it.
+    const fields: OwnFields = 'restartHalted' in given ? given : { ...given, restartHalted: workload.annotations[FLEET_ANNOTATIONS.restartHalted] };
     const same = workload.annotations[BOOKKEEPING.restartedFor] === fields.restartedFor
       && workload.annotations[BOOKKEEPING.restartAt] === fields.restartAt
-      && workload.templateRestartedAt === fields.templateRestartedAt;
+      && workload.templateRestartedAt === fields.templateRestartedAt
+      && workload.annotations[FLEET_ANNOTATIONS.restartHalted] === fields.restartHalted;
     const text = JSON.stringify(fields);
     const last = this.#lastApply.get(key);
     // Written already, and the watch has not delivered our write yet: writing again would be a wasted request.
     if (same || (last !== undefined && last.basedOn === workload.resourceVersion && last.fields === text)) return;
     await this.#deps.writes.applyOwnFields(workload, fields);
+    if (this.#deps.options.dryRun === true) {
+      // Nothing was applied: the dry-run writes said what they would record.
+      this.#shadow.set(key, fields);
+      return;
+    }
     this.#lastApply.set(key, { basedOn: workload.resourceVersion, fields: text });
     this.#deps.log.debug({ workload: key, restartAt: fields.restartAt }, 'applied own fields');
   }
@@ -184,15 +227,32 @@ export class Reconciler {
       return { requeueAfterMs: options.checkIntervalMs };
     }
     const pods = this.#deps.view.podsOf(workload).map((pod) => this.#withEvictions(pod, now));
+    if (this.#dryRunFinished.get(key) === restartAt) return undefined;
+    // The health gate judges the replacements of a restart this process is running, or one the pods show
+    // unfinished; a restart finished before a controller restart is not judged again (its pods may fail later
+    // for reasons of their own).
+    const gateTimeout = (options.fleet ?? FLEET_OFF).healthGateTimeoutMs;
+    const inProgress = this.#restarting.has(key) || pods.some((pod) => !pod.deleting && pod.createdAt < restartAt);
+    const gate = gateTimeout > 0 && inProgress ? healthGate(pods, restartAt, now, gateTimeout) : { action: 'pass' as const };
+    if (gate.action === 'fail') return this.#halt(key, workload, strategy, gate.reason, now);
+    // Finished means the replacements are Ready too, so a replacement that never becomes Ready is gated.
+    const replacementsPending = gate.action === 'wait' && this.#restarting.has(key);
+    if (inProgress && this.#breakerAt(now).open) {
+      this.#restarting.add(key);
+      this.#deps.fleetMetrics?.restartsDeferred.inc({ cause: 'breaker' });
+      this.#deps.log.debug({ workload: key }, 'restart paused by the breaker');
+      return { requeueAfterMs: options.checkIntervalMs };
+    }
     if (strategy === 'template') {
       const formatted = formatTime(restartAt);
       if (workload.templateRestartedAt !== formatted) {
         await this.#apply(workload, { restartedFor: workload.annotations[BOOKKEEPING.restartedFor] ?? '{}', restartAt: formatted, templateRestartedAt: formatted });
       }
-      if (pods.every((pod) => pod.deleting || pod.createdAt >= restartAt)) return this.#done(key, workload, restartAt);
+      if (pods.every((pod) => pod.deleting || pod.createdAt >= restartAt) && !replacementsPending) return this.#done(key, workload, restartAt);
       this.#restarting.add(key);
       return { requeueAfterMs: options.checkIntervalMs };
     }
+    if (options.dryRun === true) return this.#dryRunEvictions(key, workload, pods, restartAt, now);
     // T is the next whole second after the change (pod creation times have whole-second precision): a
     // replacement created before T would count as stale, so evictions start at T, to the millisecond.
     if (now < restartAt) {
@@ -203,7 +263,7 @@ export class Reconciler {
     switch (plan.action) {
       case 'done':
         // The planner is done once the last stale pod is being deleted; the restart is finished when it is gone.
-        if (pods.some((pod) => pod.createdAt < restartAt)) return { requeueAfterMs: options.checkIntervalMs };
+        if (pods.some((pod) => pod.createdAt < restartAt) || replacementsPending) return { requeueAfterMs: options.checkIntervalMs };
         return this.#done(key, workload, restartAt);
       case 'skip':
         this.#finish(key);
@@ -239,6 +299,113 @@ export class Reconciler {
     }
   }
 
+  /**
+   * Whether a restart may start now; `false` when it may, else what to return. In order: a halted
+   * workload never starts; the breaker pauses every start; the workload's cooldown; the concurrency
+   * cap; the rate — last, so a token is only spent on a start that happens.
+   */
+  async #holdStart(key: string, workload: WorkloadSummary, changed: string, lastRestartAt: number | undefined, halt: ReturnType<typeof parseHalt>, now: number): Promise<ProcessResult | false> {
+    const { options, events } = this.#deps;
+    const fleet = options.fleet ?? FLEET_OFF;
+    if (halt !== undefined) {
+      await events.warning(workload, 'RestartHalted', `${changed} changed; not restarted: restarts of this workload are halted (${halt.reason}); remove the annotation ${FLEET_ANNOTATIONS.restartHalted} to resume`);
+      return undefined;
+    }
+    const breaker = this.#breakerAt(now);
+    if (breaker.open) {
+      this.#deps.fleetMetrics?.restartsDeferred.inc({ cause: 'breaker' });
+      await events.warning(workload, 'RestartPaused', `${changed} changed; every restart is paused: ${breaker.halts} restarts halted within --breaker-window; remove the ${FLEET_ANNOTATIONS.restartHalted} annotations to resume`);
+      return { requeueAfterMs: options.checkIntervalMs };
+    }
+    const cooldown = cooldownFor(workload, fleet);
+    if (cooldown.problem !== undefined) await events.warning(workload, 'RestartWarning', cooldown.problem);
+    const wait = cooldownRemaining(lastRestartAt, cooldown.ms, now);
+    if (wait > 0 && lastRestartAt !== undefined && cooldown.cause !== undefined) {
+      this.#deps.fleetMetrics?.restartsDeferred.inc({ cause: cooldown.cause });
+      const last = formatTime(lastRestartAt);
+      const next = formatTime(lastRestartAt + cooldown.ms);
+      const seconds = `${Math.round(cooldown.ms / 1000)}s`;
+      // A config flipping within the interval is a fight (two issuers, one Secret): a Warning. A pause period is asked for.
+      if (cooldown.cause === 'pause-period') await events.normal(workload, 'RestartDeferred', `${changed} changed within the pause period (${seconds}) of the restart at ${last}: restarting at ${next}`);
+      else await events.warning(workload, 'RestartDeferred', `${changed} changed again within --min-restart-interval (${seconds}) of the restart at ${last}: at most one restart per interval, next at ${next}`);
+      return { requeueAfterMs: wait };
+    }
+    if (!this.#restarting.has(key) && this.#restarting.size >= options.maxConcurrentRestarts) {
+      this.#deps.log.debug({ workload: key }, 'waiting for a restart slot (max-concurrent-restarts)');
+      return { requeueAfterMs: options.checkIntervalMs };
+    }
+    const limiter = this.#deps.startLimiter;
+    if (limiter !== undefined && !limiter.tryTake()) {
+      this.#deps.fleetMetrics?.restartsDeferred.inc({ cause: 'rate' });
+      this.#deps.log.debug({ workload: key }, 'waiting for a restart token (restart-rate)');
+      return { requeueAfterMs: limiter.retryAfterMs };
+    }
+    return false;
+  }
+
+  /** The health gate failed: record the halt on the workload (it outlives this process) and stop. */
+  async #halt(key: string, workload: WorkloadSummary, strategy: ResolvedStrategy, reason: string, now: number): Promise<ProcessResult> {
+    const at = Math.floor(now / 1000) * 1000;
+    await this.#apply(workload, {
+      restartedFor: workload.annotations[BOOKKEEPING.restartedFor] ?? '{}',
+      restartAt: workload.annotations[BOOKKEEPING.restartAt],
+      templateRestartedAt: workload.templateRestartedAt,
+      restartHalted: formatHalt({ at, reason }),
+    });
+    // The cache shows our write a moment later; the breaker must count this halt now.
+    this.#pendingHalts.set(key, { at, basedOn: workload.resourceVersion });
+    this.#breaker = undefined;
+    this.#finish(key);
+    this.#deps.metrics?.restartsFailed.inc({ kind: workload.kind, namespace: workload.namespace, strategy });
+    this.#deps.metrics?.reloaderReloadExecuted.inc({ success: 'false', namespace: workload.namespace });
+    this.#deps.fleetMetrics?.restartsHalted.inc({ kind: workload.kind, namespace: workload.namespace });
+    this.#deps.log.warn({ workload: key, reason }, 'restart halted by the health gate');
+    await this.#deps.events.warning(workload, 'RestartHalted', `${reason}: no further restart of this workload until the annotation ${FLEET_ANNOTATIONS.restartHalted} is removed`);
+    return undefined;
+  }
+
+  /** The breaker, from every cached workload's halt; evaluated at most once a second. */
+  #breakerAt(now: number): BreakerState {
+    const fleet = this.#deps.options.fleet ?? FLEET_OFF;
+    if (this.#breaker !== undefined && now - this.#breaker.at < BREAKER_RECHECK_MS) return this.#breaker.state;
+    const { view } = this.#deps;
+    const times: number[] = [];
+    for (const key of view.workloadKeys()) {
+      const workload = this.#withShadow(key, view.workload(key));
+      const pending = this.#pendingHalts.get(key);
+      if (pending !== undefined && workload?.resourceVersion !== pending.basedOn) this.#pendingHalts.delete(key);
+      const halt = this.#pendingHalts.get(key)?.at ?? parseHalt(workload?.annotations[FLEET_ANNOTATIONS.restartHalted])?.at;
+      if (halt !== undefined) times.push(halt);
+    }
+    const state = breakerState(times, fleet.breakerThreshold, fleet.breakerWindowMs);
+    const was = this.#breaker?.state.open === true;
+    if (state.open && !was) this.#deps.log.warn({ halts: state.halts }, 'restart breaker open: every restart is paused');
+    if (!state.open && was) this.#deps.log.info('restart breaker closed: restarts resume');
+    this.#breaker = { at: now, state };
+    return state;
+  }
+
+  /** `--dry-run`: what the writes would have recorded, read back over the cached workload. */
+  #withShadow(key: string, workload: WorkloadSummary | undefined): WorkloadSummary | undefined {
+    const shadow = this.#shadow.get(key);
+    if (workload === undefined || shadow === undefined) return workload;
+    const annotations: Record<string, string> = { ...workload.annotations, [BOOKKEEPING.restartedFor]: shadow.restartedFor };
+    if (shadow.restartAt !== undefined) annotations[BOOKKEEPING.restartAt] = shadow.restartAt;
+    if (shadow.restartHalted !== undefined) annotations[FLEET_ANNOTATIONS.restartHalted] = shadow.restartHalted;
+    return { ...workload, annotations, templateRestartedAt: shadow.templateRestartedAt };
+  }
+
+  /** `--dry-run`: no pod goes away, so pacing would wait forever; report every eviction the restart would make, once. */
+  async #dryRunEvictions(key: string, workload: WorkloadSummary, pods: readonly PodSummary[], restartAt: number, now: number): Promise<ProcessResult> {
+    for (const pod of pods) {
+      if (pod.deleting || pod.createdAt >= restartAt || pod.phase === 'Succeeded' || pod.phase === 'Failed') continue;
+      await this.#deps.writes.evict(pod);
+      this.#evicted.set(pod.uid, now);
+    }
+    this.#dryRunFinished.set(key, restartAt);
+    return this.#done(key, workload, restartAt);
+  }
+
   /** A pod we evicted counts as being deleted until the watch says so. */
   #withEvictions(pod: PodSummary, now: number): PodSummary {
     const at = this.#evicted.get(pod.uid);
@@ -261,7 +428,12 @@ export class Reconciler {
   /** Forgets a restart in progress; true when there was one. */
   #finish(key: string): boolean {
     this.#blockedSince.delete(key);
-    if (this.#deps.view.workload(key) === undefined) this.#lastApply.delete(key);
+    if (this.#deps.view.workload(key) === undefined) {
+      this.#lastApply.delete(key);
+      this.#shadow.delete(key);
+      this.#dryRunFinished.delete(key);
+      this.#pendingHalts.delete(key);
+    }
     return this.#restarting.delete(key);
   }
 }

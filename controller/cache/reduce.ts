@@ -284,7 +284,8 @@ function nest(path: readonly string[], leaf: unknown): Record<string, unknown> {
 
 /** The annotations of a workload the controller itself reads. */
 function ownAnnotation(key: string): boolean {
-  return key.startsWith('driftless.dev/') || key === 'reloader.stakater.com/rollout-strategy';
+  // Reloader's pause period is read by fleet safety (controller/fleet/safety.ts).
+  return key.startsWith('driftless.dev/') || key === 'reloader.stakater.com/rollout-strategy' || key === 'deployment.reloader.stakater.com/pause-period';
 }
 
 /**

@@ -11,10 +11,13 @@
  *   pod's same-named replacement is never evicted by mistake.
  */
 import { BOOKKEEPING, formatTime } from '../bookkeeping.ts';
+import { FLEET_ANNOTATIONS } from '../fleet/safety.ts';
 import type { PodSummary, WorkloadSummary } from '../model.ts';
 import type { KubeClient } from './client.ts';
 import { KubeApiError, isConflict, isNotFound, isTooManyRequests } from './errors.ts';
 import { OTHER_RESOURCES, WORKLOAD_RESOURCES, objectPath } from './resources.ts';
+
+const RESTART_HALTED = FLEET_ANNOTATIONS.restartHalted;
 
 /** The field manager of every write. */
 export const FIELD_MANAGER = 'driftless';
@@ -27,6 +30,8 @@ export interface OwnFields {
   readonly restartAt: string | undefined;
   /** The `rollout` strategy's pod-template annotation, when the controller owns it. */
   readonly templateRestartedAt: string | undefined;
+  /** `driftless.dev/restart-halted` (formatted), while the health gate keeps this workload from restarting. */
+  readonly restartHalted?: string | undefined;
 }
 
 /** The outcome of one eviction request. */
@@ -47,6 +52,7 @@ export function createWrites(client: KubeClient): Writes {
       const spec = WORKLOAD_RESOURCES[workload.kind];
       const annotations: Record<string, string> = { [BOOKKEEPING.restartedFor]: fields.restartedFor };
       if (fields.restartAt !== undefined) annotations[BOOKKEEPING.restartAt] = fields.restartAt;
+      if (fields.restartHalted !== undefined) annotations[RESTART_HALTED] = fields.restartHalted;
       const body: Record<string, unknown> = {
         apiVersion: workload.apiVersion,
         kind: workload.kind,
