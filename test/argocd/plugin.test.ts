@@ -15,6 +15,7 @@ import {
   hashOf,
   objectPath,
   pluginApplicationSpec,
+  podTemplateOf,
   renderLocally,
   replicaSets,
   workloadsOf,
@@ -81,13 +82,13 @@ fixture.test('the Kustomize example (StatefulSet and Rollout) syncs through the 
     path === 'kustomization.yaml' ? content.replace(/^namespace: shop$/m, `namespace: ${namespace}`) : content,
   );
   const live = await syncAndCheckHashes(argocd, cluster.admin, app, `${namespace}-kustomize`, namespace);
-  assert.deepEqual(live.map((object) => object.kind).sort(), ['Rollout', 'StatefulSet']);
+  assert.deepEqual(live.map((object) => object.kind ?? '').sort(), ['Rollout', 'StatefulSet']);
 });
 
 fixture.test('the Helm example syncs through the plugin with the hash in its Deployment and CronJob', async ({ cluster, argocd, namespace }) => {
   const app = await commitExample(argocd, `${namespace}-helm`, 'helm');
   const live = await syncAndCheckHashes(argocd, cluster.admin, app, `${namespace}-helm`, namespace);
-  assert.deepEqual(live.map((object) => object.kind).sort(), ['CronJob', 'Deployment']);
+  assert.deepEqual(live.map((object) => object.kind ?? '').sort(), ['CronJob', 'Deployment']);
 });
 
 fixture.test('plugin parameters set in the Application reach the plugin', async ({ cluster, argocd, namespace }) => {
@@ -101,8 +102,8 @@ fixture.test('plugin parameters set in the Application reach the plugin', async 
   );
   assert.ok(deployment);
   assert.equal(deployment.spec?.['replicas'], 4, 'values-production.yaml was used');
-  const containers = (deployment.spec?.['template'] as KubeObject).spec?.['containers'] as { image: string }[];
-  assert.equal(containers[0]?.image, 'ghcr.io/example/shop-api:9.9.9', 'set image.tag was used');
+  const containers = podTemplateOf(deployment)?.spec?.['containers'] as { image: string }[] | undefined;
+  assert.equal(containers?.[0]?.image, 'ghcr.io/example/shop-api:9.9.9', 'set image.tag was used');
   const settings = await cluster.admin.request('GET', `/api/v1/namespaces/${namespace}/configmaps/${namespace}-prod-shop-api-settings`);
   assert.equal((settings['data'] as Record<string, string>)['LOG_LEVEL'], 'warn');
 
@@ -166,7 +167,7 @@ fixture.test('a Git change to nothing the workload uses creates no new ReplicaSe
   await argocd.sync(name, { revision });
   await argocd.waitForSyncedAndHealthy(name, revision);
   const service2 = await cluster.admin.request('GET', `/api/v1/namespaces/${namespace}/services/web`);
-  assert.equal((service2.spec?.['ports'] as { port: number }[])[0]?.port, 8081, 'the sync was applied');
+  assert.equal((service2.spec?.['ports'] as { port: number }[] | undefined)?.[0]?.port, 8081, 'the sync was applied');
   assert.deepEqual(await webState(cluster.admin, namespace), before, 'the Deployment is untouched');
 });
 

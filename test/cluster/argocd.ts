@@ -65,7 +65,7 @@ export interface Application extends KubeObject {
 
 /** The status of an Application, typed (KubeObject's `status` is a bag of unknowns). */
 export function applicationStatus(app: Application): ApplicationStatus {
-  return (app.status ?? {}) as ApplicationStatus;
+  return app.status ?? {};
 }
 
 /** Options of a sync operation. */
