@@ -105,11 +105,12 @@ const argoCdSpecs: readonly GoBinarySpec[] = [
     name: 'argocd',
     module: 'argocd',
     pkg: `${argoCdModule}/cmd`,
-    // Without it every component calls itself v99.99.99+unknown.
-    ldflags: [`-X ${argoCdModule}/common.version=${argoCdVersion}`],
+    // Without it every component calls itself v99.99.99+unknown. Argo CD prefixes the `v` itself,
+    // and appends `+unknown` without a git commit, which a module zip does not record.
+    ldflags: [`-X ${argoCdModule}/common.version=${argoCdVersion.replace(/^v/, '')}`],
     // Argo CD v3.6 declares go 1.27.0.
     toolchain: argoCdToolchain,
-    coldBuild: '~12-20 min and ~2.5 GB of memory on 2 cores',
+    coldBuild: '~15-30 min and ~2.4 GB of memory on 2 cores',
   },
 ];
 
