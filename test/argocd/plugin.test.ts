@@ -140,7 +140,12 @@ fixture.test('a ConfigMap change in Git rolls the Deployment to a new ReplicaSet
   const after = await webState(cluster.admin, namespace);
   assert.notEqual(after.hash, before.hash, 'the hash changed with the ConfigMap');
   assert.equal(after.hash, expected && hashOf(expected), 'the live hash is the plugin\'s for the new commit');
-  const newReplicaSets = after.replicaSets.filter((replicaSet) => !before.replicaSets.includes(replicaSet));
+  assert.equal(after.generation, (before.generation ?? 0) + 1, 'the sync changed the pod template once');
+  // The Deployment controller creates the ReplicaSet after the apply; the app may report Healthy before.
+  const newReplicaSets = await waitFor('the new ReplicaSet', async () => {
+    const created = (await replicaSets(cluster.admin, namespace)).filter((replicaSet) => !before.replicaSets.includes(replicaSet));
+    return created.length > 0 ? created : undefined;
+  });
   assert.equal(newReplicaSets.length, 1, 'exactly one new ReplicaSet');
   const replicaSet = await cluster.admin.request('GET', `/apis/apps/v1/namespaces/${namespace}/replicasets/${newReplicaSets[0]}`);
   const podHash = replicaSet.metadata?.labels?.['pod-template-hash'] ?? '';
@@ -184,20 +189,32 @@ fixture.test('an invalid manifest gives a ComparisonError with the plugin\'s mes
   const sentinel = 'rotated-password-7f3a';
   const invalid = '%%%not-base64-c41e%%%';
   const configMap = (await app.repo.read(path('configmap.yaml'))).replace('LOG_LEVEL: info', 'LOG_LEVEL: debug');
-  const { revision } = await commitAndRefresh(argocd, app, name, {
-    [path('configmap.yaml')]: configMap,
-    [path('db-secret.yaml')]: secret({ password: Buffer.from(sentinel).toString('base64'), token: invalid }),
-  });
+  const revision = await app.repo.commit(
+    { [path('configmap.yaml')]: configMap, [path('db-secret.yaml')]: secret({ password: Buffer.from(sentinel).toString('base64'), token: invalid }) },
+    'rotate the password, break the token',
+  );
+  // Argo CD cannot resolve what it cannot render: the status then shows the targetRevision
+  // (`main`) and sync status Unknown, so wait for the condition itself.
+  await argocd.refresh(name);
   const failed = await argocd.waitForApplication(name, 'a ComparisonError', (status) =>
     (status.conditions ?? []).some((condition) => condition.type === 'ComparisonError'),
   );
-  const message = (applicationStatus(failed).conditions ?? []).find((condition) => condition.type === 'ComparisonError')?.message ?? '';
-  assert.match(message, /db-secret\.yaml#0 Secret web-db: data\.token: is not valid base64/, 'the plugin\'s message names file, document and field');
+  const status = applicationStatus(failed);
+  assert.equal(status.sync?.status, 'Unknown');
+  const message = (status.conditions ?? []).find((condition) => condition.type === 'ComparisonError')?.message ?? '';
+  const pluginMessage = `driftless: db-secret.yaml#0 Secret ${namespace}/web-db: data.token: is not valid base64`;
+  assert.ok(
+    message.includes(pluginMessage),
+    `the plugin's message names file, document, object and field: ${message}`,
+  );
 
   await argocd.sync(name, { revision });
   const synced = await argocd.waitForApplication(name, 'the sync to end', (status, object) =>
     object.operation === undefined && ['Failed', 'Error'].includes(status.operationState?.phase ?? ''),
   );
+  const operation = applicationStatus(synced).operationState;
+  assert.equal(operation?.phase, 'Error', 'the sync refuses to run');
+  assert.ok(operation?.message?.includes(pluginMessage), `the sync says why: ${operation?.message}`);
   const settings = await cluster.admin.request('GET', `/api/v1/namespaces/${namespace}/configmaps/web-settings`);
   assert.equal((settings['data'] as Record<string, string>)['LOG_LEVEL'], 'info', 'the ConfigMap of the broken commit was not applied');
   const liveSecret = await cluster.admin.request('GET', `/api/v1/namespaces/${namespace}/secrets/web-db`);

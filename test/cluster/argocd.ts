@@ -88,6 +88,8 @@ export interface ArgoCD {
   /** Creates an Application in `argocd`; `spec.project` defaults to `default`. */
   createApplication(name: string, spec: Readonly<Record<string, unknown>>): Promise<Application>;
   getApplication(name: string): Promise<Application>;
+  /** Every Application in `argocd`. */
+  listApplications(): Promise<Application[]>;
   /** Asks the controller to re-read Git (`hard` also bypasses the manifest cache). */
   refresh(name: string, type?: 'normal' | 'hard'): Promise<void>;
   /** Starts a sync operation, as `argocd app sync` does. */
@@ -330,6 +332,7 @@ export async function startArgoCD(cluster: Cluster): Promise<ArgoCD> {
         });
       },
       getApplication,
+      listApplications,
       async refresh(name, type = 'normal') {
         await patchApplication(name, { metadata: { annotations: { 'argocd.argoproj.io/refresh': type } } });
       },

@@ -94,6 +94,11 @@ export function useArgoCD(options: ClusterOptions = {}): ArgoCdFixture {
           );
           throw error;
         }
+        // Applications have no finalizer: deleting them leaves their objects to the namespace deletion.
+        for (const app of await argocd.listApplications()) {
+          const destination = app.spec?.['destination'] as { namespace?: string } | undefined;
+          if (destination?.namespace === namespace) await argocd.deleteApplication(app.metadata?.name ?? '');
+        }
         await cluster.admin.send('DELETE', `/api/v1/namespaces/${namespace}`);
       });
     },
