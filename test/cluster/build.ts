@@ -8,13 +8,23 @@
  * 15-minute Kubernetes binary, and a stale artifact can never be reused.
  */
 import { createHash } from 'node:crypto';
-import { mkdir, mkdtemp, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, copyFile, mkdir, mkdtemp, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { acquireLock } from '../support/build-lock.ts';
 import { CommandError, runCommand } from './exec.ts';
-import { argoRolloutsVersion, crdSources, kubernetesVersion, type CrdFile, type CrdSource } from './versions.ts';
+import {
+  argoCdModule,
+  argoCdToolchain,
+  argoCdVersion,
+  argoRolloutsVersion,
+  argoCdSource,
+  crdSources,
+  kubernetesVersion,
+  type CrdFile,
+  type CrdSource,
+} from './versions.ts';
 
 /** Paths of everything a cluster start needs, all inside the cache. */
 export interface ClusterBinaries {
@@ -45,12 +55,19 @@ export class ClusterBuildError extends Error {
 
 /** How one binary is built from one wrapper module. */
 interface GoBinarySpec {
-  readonly name: 'k8s' | 'etcd' | 'kwok' | 'rollouts-controller';
+  readonly name: 'k8s' | 'etcd' | 'kwok' | 'rollouts-controller' | 'argocd' | 'redis';
   /** Directory of the wrapper module under test/cluster/go. */
   readonly module: string;
   /** Package to build, relative to the module (`.`) or a `tool` package path. */
   readonly pkg: string;
   readonly ldflags: readonly string[];
+  /**
+   * GOTOOLCHAIN for a module that needs a newer Go than the local one; the go
+   * command fetches it from the module proxy. Default `local`.
+   */
+  readonly toolchain?: string;
+  /** How long the first build takes, for the progress line. */
+  readonly coldBuild?: string;
 }
 
 const goModulesDir = join(import.meta.dirname, 'go');
@@ -71,7 +88,7 @@ function kubernetesVersionFlags(): string[] {
 const binarySpecs: readonly GoBinarySpec[] = [
   { name: 'etcd', module: 'etcd', pkg: 'go.etcd.io/etcd/server/v3', ldflags: [] },
   { name: 'kwok', module: 'kwok', pkg: 'sigs.k8s.io/kwok/cmd/kwok', ldflags: [] },
-  { name: 'k8s', module: 'k8s', pkg: '.', ldflags: kubernetesVersionFlags() },
+  { name: 'k8s', module: 'k8s', pkg: '.', ldflags: kubernetesVersionFlags(), coldBuild: '~15-25 min on 2 cores' },
   {
     name: 'rollouts-controller',
     module: 'rollouts',
@@ -81,13 +98,32 @@ const binarySpecs: readonly GoBinarySpec[] = [
   },
 ];
 
+/** Built only for the tests that run Argo CD (`ensureArgoCdBinaries`); the helper first, it takes seconds. */
+const argoCdSpecs: readonly GoBinarySpec[] = [
+  { name: 'redis', module: 'redis', pkg: '.', ldflags: [] },
+  {
+    name: 'argocd',
+    module: 'argocd',
+    pkg: `${argoCdModule}/cmd`,
+    // Without it every component calls itself v99.99.99+unknown. Argo CD prefixes the `v` itself,
+    // and appends `+unknown` without a git commit, which a module zip does not record.
+    ldflags: [`-X ${argoCdModule}/common.version=${argoCdVersion.replace(/^v/, '')}`],
+    // Argo CD v3.6 declares go 1.27.0.
+    toolchain: argoCdToolchain,
+    coldBuild: '~15-30 min and ~2.4 GB of memory on 2 cores',
+  },
+];
+
 /** `${XDG_CACHE_HOME:-$HOME/.cache}/driftless/cluster`: outside the clone, shared by clones. */
 export function clusterCacheDir(): string {
   const base = process.env['XDG_CACHE_HOME'] || join(homedir(), '.cache');
   return join(base, 'driftless', 'cluster');
 }
 
-/** Environment for every go command: no toolchain download, static binaries, go.sum enforced. */
+/**
+ * Environment for every go command: no toolchain download (unless a spec names
+ * its toolchain), static binaries, go.sum enforced.
+ */
 function goEnvironment(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   return {
     ...process.env,
@@ -153,7 +189,9 @@ function log(line: string): void {
 
 async function ensureGoBinary(spec: GoBinarySpec, goVersion: string): Promise<string> {
   const moduleDir = join(goModulesDir, spec.module);
-  const hash = createHash('sha256').update(`${spec.name}\0${spec.pkg}\0${goVersion}\0${spec.ldflags.join(' ')}\0`);
+  // A pinned toolchain is the compiler, whatever the local Go is.
+  const compiler = spec.toolchain ?? goVersion;
+  const hash = createHash('sha256').update(`${spec.name}\0${spec.pkg}\0${compiler}\0${spec.ldflags.join(' ')}\0`);
   await hashModule(hash, moduleDir);
   const finalDir = join(clusterCacheDir(), `${spec.name}-${hash.digest('hex').slice(0, 16)}`);
   const binary = join(finalDir, spec.name);
@@ -176,12 +214,12 @@ async function ensureGoBinary(spec: GoBinarySpec, goVersion: string): Promise<st
 async function buildGoBinary(spec: GoBinarySpec, moduleDir: string, finalDir: string): Promise<void> {
   const stagingDir = await mkdtemp(join(clusterCacheDir(), `.${spec.name}-building-`));
   const started = Date.now();
-  log(`building ${spec.name} from ${moduleDir} (the first build of k8s takes ~15-25 min on 2 cores)`);
+  log(`building ${spec.name} from ${moduleDir}${spec.coldBuild ? ` (the first build takes ${spec.coldBuild})` : ''}`);
   try {
     await runCommand(
       'go',
       ['build', '-trimpath', '-ldflags', ['-s', '-w', ...spec.ldflags].join(' '), '-o', join(stagingDir, spec.name), spec.pkg],
-      { cwd: moduleDir, env: goEnvironment() },
+      { cwd: moduleDir, env: goEnvironment(spec.toolchain ? { GOTOOLCHAIN: spec.toolchain } : {}) },
     );
     await publish(stagingDir, finalDir);
   } catch (error) {
@@ -200,7 +238,10 @@ interface DownloadedModule {
 
 /** Downloads one module zip (or finds it in the module cache) and checks its hash. */
 async function downloadModule(source: CrdSource, scratchDir: string): Promise<string> {
-  const extraEnv: NodeJS.ProcessEnv = source.notInChecksumDatabase ? { GONOSUMDB: source.module } : {};
+  const extraEnv: NodeJS.ProcessEnv = {
+    ...(source.notInChecksumDatabase ? { GONOSUMDB: source.module } : {}),
+    ...(source.toolchain ? { GOTOOLCHAIN: source.toolchain } : {}),
+  };
   let output: string;
   try {
     // Run outside any module (scratchDir is empty), so no go.mod constrains or records it.
@@ -226,38 +267,52 @@ async function downloadModule(source: CrdSource, scratchDir: string): Promise<st
   return downloaded.Dir;
 }
 
-async function ensureCrds(): Promise<CachedCrd[]> {
-  // "json": the cached form. YAML parsing of the large Argo CRDs takes seconds, so they
-  // are converted once here and every cluster start reads JSON.
-  const hash = createHash('sha256').update(`json\0${JSON.stringify(crdSources)}`);
-  const finalDir = join(clusterCacheDir(), `crds-${hash.digest('hex').slice(0, 16)}`);
-  const cached = crdSources.flatMap((source) => source.crds.map((crd) => ({ ...crd, file: join(finalDir, `${crd.name}.json`) })));
-  if (await pathExists(finalDir)) return cached;
-
-  log('extracting CRDs from module zips');
-  await mkdir(clusterCacheDir(), { recursive: true });
-  const stagingDir = await mkdtemp(join(clusterCacheDir(), '.crds-building-'));
-  const scratchDir = await mkdtemp(join(tmpdir(), 'driftless-crds-'));
-  try {
-    for (const source of crdSources) {
-      const moduleDir = await downloadModule(source, scratchDir);
-      for (const { path, name } of source.crds) {
-        const file = join(moduleDir, path);
-        const crd = parseYaml(await readFile(file, 'utf8')) as { kind?: string; metadata?: { name?: string } };
-        if (crd.kind !== 'CustomResourceDefinition' || crd.metadata?.name !== name) {
-          throw new ClusterBuildError(`${source.module}@${source.version}/${path} is not the CRD ${name}`);
-        }
-        await writeFile(join(stagingDir, `${name}.json`), JSON.stringify(crd));
-      }
+/** Reads one module's CRDs into `stagingDir` as JSON, checking each is the CRD it should be. */
+async function extractCrds(source: CrdSource, moduleDir: string, stagingDir: string): Promise<void> {
+  for (const { path, name } of source.crds) {
+    const file = join(moduleDir, path);
+    const crd = parseYaml(await readFile(file, 'utf8')) as { kind?: string; metadata?: { name?: string } };
+    if (crd.kind !== 'CustomResourceDefinition' || crd.metadata?.name !== name) {
+      throw new ClusterBuildError(`${source.module}@${source.version}/${path} is not the CRD ${name}`);
     }
+    await writeFile(join(stagingDir, `${name}.json`), JSON.stringify(crd));
+  }
+}
+
+/**
+ * Fills a cache directory named `${prefix}-<hash of key>` from module zips, once:
+ * `fill` writes into a staging directory that is renamed into place when complete.
+ */
+async function ensureExtracted(
+  prefix: string,
+  key: string,
+  fill: (stagingDir: string, scratchDir: string) => Promise<void>,
+): Promise<string> {
+  const finalDir = join(clusterCacheDir(), `${prefix}-${createHash('sha256').update(key).digest('hex').slice(0, 16)}`);
+  if (await pathExists(finalDir)) return finalDir;
+  log(`extracting ${prefix} from module zips`);
+  await mkdir(clusterCacheDir(), { recursive: true });
+  const stagingDir = await mkdtemp(join(clusterCacheDir(), `.${prefix}-building-`));
+  const scratchDir = await mkdtemp(join(tmpdir(), `driftless-${prefix}-`));
+  try {
+    await fill(stagingDir, scratchDir);
     await publish(stagingDir, finalDir);
   } catch (error) {
     await rm(stagingDir, { recursive: true, force: true });
-    throw error instanceof ClusterBuildError ? error : new ClusterBuildError('extracting CRDs failed', { cause: error });
+    throw error instanceof ClusterBuildError ? error : new ClusterBuildError(`extracting ${prefix} failed`, { cause: error });
   } finally {
     await rm(scratchDir, { recursive: true, force: true });
   }
-  return cached;
+  return finalDir;
+}
+
+async function ensureCrds(): Promise<CachedCrd[]> {
+  // "json": the cached form. YAML parsing of the large Argo CRDs takes seconds, so they
+  // are converted once here and every cluster start reads JSON.
+  const finalDir = await ensureExtracted('crds', `json\0${JSON.stringify(crdSources)}`, async (stagingDir, scratchDir) => {
+    for (const source of crdSources) await extractCrds(source, await downloadModule(source, scratchDir), stagingDir);
+  });
+  return crdSources.flatMap((source) => source.crds.map((crd) => ({ ...crd, file: join(finalDir, `${crd.name}.json`) })));
 }
 
 async function goVersion(): Promise<string> {
@@ -301,5 +356,50 @@ export async function ensureClusterBinaries(options: EnsureOptions = {}): Promis
     kwok: path('kwok'),
     ...(rolloutsController ? { rolloutsController } : {}),
     crds,
+  };
+}
+
+/** Paths of everything `startArgoCD` needs, all inside the cache. */
+export interface ArgoCdBinaries {
+  /** Argo CD's multi-call binary: the role comes from the name it is started under. */
+  readonly argocd: string;
+  /** The in-memory Redis helper (`redis --addr 127.0.0.1:PORT`). */
+  readonly redis: string;
+  /** Application and AppProject CRDs, as JSON. */
+  readonly crds: readonly CachedCrd[];
+  /** Directory holding `git-verify-wrapper.sh` (executable), for the repo server's PATH. */
+  readonly scriptsDir: string;
+}
+
+/**
+ * Builds Argo CD v3.6 and the Redis helper and extracts Argo CD's CRDs and
+ * scripts, whatever is not yet in the cache; a no-op (a few hashes) when all
+ * are present. Separate from `ensureClusterBinaries` so that cluster tests
+ * without Argo CD never wait for its build; `npm test` runs both up front.
+ * @throws {ClusterBuildError} when Go is missing, a build fails or a hash differs.
+ */
+export async function ensureArgoCdBinaries(): Promise<ArgoCdBinaries> {
+  const version = await goVersion();
+  await removeAbandonedStagingDirs();
+  const filesDir = await ensureExtracted('argocd-files', `json\0${JSON.stringify(argoCdSource)}`, async (stagingDir, scratchDir) => {
+    const moduleDir = await downloadModule(argoCdSource, scratchDir);
+    await extractCrds(argoCdSource, moduleDir, stagingDir);
+    await mkdir(join(stagingDir, 'bin'));
+    for (const script of argoCdSource.scripts) {
+      const target = join(stagingDir, 'bin', script.slice(script.lastIndexOf('/') + 1));
+      await copyFile(join(moduleDir, script), target);
+      // Files in the module cache are read-only; the copy must be executable.
+      await chmod(target, 0o755);
+    }
+  });
+  const paths = new Map<GoBinarySpec['name'], string>();
+  for (const spec of argoCdSpecs) paths.set(spec.name, await ensureGoBinary(spec, version));
+  const [redis, argocd] = [paths.get('redis'), paths.get('argocd')];
+  if (!redis || !argocd) throw new ClusterBuildError('no Argo CD binaries');
+  return {
+    argocd,
+    redis,
+    crds: argoCdSource.crds.map((crd) => ({ ...crd, file: join(filesDir, `${crd.name}.json`) })),
+    scriptsDir: join(filesDir, 'bin'),
   };
 }

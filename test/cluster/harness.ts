@@ -115,7 +115,7 @@ const controllers = [
  * every port is known, so the OS cannot hand out the same port twice; another
  * process could still take one before its component binds it (a small window).
  */
-async function freePorts(count: number): Promise<number[]> {
+export async function freePorts(count: number): Promise<number[]> {
   const servers = await Promise.all(
     Array.from(
       { length: count },

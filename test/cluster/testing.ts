@@ -4,6 +4,7 @@
  */
 import { after, before, test, type TestContext } from 'node:test';
 import type { ApiClient, KubeList, KubeObject } from './api.ts';
+import { startArgoCD, type ArgoCD } from './argocd.ts';
 import { startCluster, type Cluster, type ClusterOptions } from './harness.ts';
 import { waitFor, type WaitOptions } from './wait.ts';
 
@@ -46,6 +47,58 @@ export function useCluster(options: ClusterOptions = {}): ClusterFixture {
           throw error;
         }
         // Deleting exercises the namespace controller; the test does not wait for it.
+        await cluster.admin.send('DELETE', `/api/v1/namespaces/${namespace}`);
+      });
+    },
+  };
+}
+
+/** What an Argo CD test receives. */
+export interface ArgoCdTestContext extends ClusterTestContext {
+  readonly argocd: ArgoCD;
+}
+
+/** A cluster with Argo CD, shared by the tests of one file. */
+export interface ArgoCdFixture {
+  /** Declares a test that runs in its own namespace of the file's cluster. */
+  test(name: string, body: (context: ArgoCdTestContext) => Promise<void>, options?: { timeout?: number }): void;
+}
+
+/**
+ * Starts a cluster and Argo CD on it before the file's tests and stops both
+ * after them; a failing test prints the cluster's and Argo CD's logs and the
+ * status of every Application.
+ */
+export function useArgoCD(options: ClusterOptions = {}): ArgoCdFixture {
+  let cluster: Cluster | undefined;
+  let argocd: ArgoCD | undefined;
+  before(async () => {
+    cluster = await startCluster(options);
+    argocd = await startArgoCD(cluster);
+  }, { timeout: 60 * 60_000 });
+  after(async () => {
+    await argocd?.stop();
+    await cluster?.stop();
+  });
+  return {
+    test(name, body, testOptions = {}) {
+      test(name, { timeout: testOptions.timeout ?? 240_000 }, async (t) => {
+        if (!cluster || !argocd) throw new Error('the test cluster or Argo CD did not start (see the before hook)');
+        const namespace = await cluster.newNamespace();
+        try {
+          await body({ cluster, argocd, namespace, t });
+        } catch (error) {
+          process.stderr.write(
+            `\n${name} failed; cluster logs (state in ${cluster.stateDir}):\n${await cluster.logs()}\n` +
+              `Argo CD:\n${await argocd.logs()}\n`,
+          );
+          throw error;
+        }
+        // Applications have no finalizer: deleting them leaves their objects to the namespace deletion.
+        for (const app of await argocd.listApplications()) {
+          const destination = app.spec?.['destination'] as { namespace?: string } | undefined;
+          if (destination?.namespace === namespace) await argocd.deleteApplication(app.metadata?.name ?? '');
+        }
         await cluster.admin.send('DELETE', `/api/v1/namespaces/${namespace}`);
       });
     },

@@ -15,6 +15,21 @@ export const kubernetesVersion = 'v1.36.3';
  */
 export const argoRolloutsVersion = 'v1.10.1';
 
+/**
+ * Argo CD release: the binary built from test/cluster/go/argocd (whose go.mod
+ * must require the same version) and the CRDs and script taken from its zip.
+ */
+export const argoCdVersion = 'v3.6.1';
+
+/** Argo CD's Go module path. */
+export const argoCdModule = 'github.com/argoproj/argo-cd/v3';
+
+/**
+ * Argo CD v3.6 declares `go 1.27.0`, newer than the local Go; the go command
+ * fetches this toolchain from the module proxy for its build and download.
+ */
+export const argoCdToolchain = 'go1.27.3';
+
 /** CRD files taken from one Go module zip on the module proxy. */
 export interface CrdSource {
   /** Go module path. */
@@ -31,6 +46,8 @@ export interface CrdSource {
    * the checksum database and relies on `sum` above alone.
    */
   readonly notInChecksumDatabase?: true;
+  /** GOTOOLCHAIN for a module whose go.mod needs a newer Go than the local one (default `local`). */
+  readonly toolchain?: string;
   /** The CRDs: path inside the module, and the `metadata.name` checked after reading it. */
   readonly crds: readonly CrdFile[];
 }
@@ -101,3 +118,21 @@ export const crdSources: readonly CrdSource[] = [
     crds: [{ path: 'helm/sealed-secrets/crds/bitnami.com_sealedsecrets.yaml', name: 'sealedsecrets.bitnami.com' }],
   },
 ];
+
+/**
+ * What the Argo CD components need from Argo CD's own module zip: the CRDs of
+ * the objects the application controller reads (installed only by
+ * `startArgoCD`, so other cluster tests do not pay for 400 KB of schema), and
+ * the repo server's `git-verify-wrapper.sh`, which must be on its PATH.
+ */
+export const argoCdSource: CrdSource & { readonly scripts: readonly string[] } = {
+  module: argoCdModule,
+  version: argoCdVersion,
+  sum: 'h1:OmhqeKiR3C//awbFrhQqFdtRI+Qiv17j8vqm3UkMj/g=',
+  toolchain: argoCdToolchain,
+  crds: [
+    { path: 'manifests/crds/application-crd.yaml', name: 'applications.argoproj.io' },
+    { path: 'manifests/crds/appproject-crd.yaml', name: 'appprojects.argoproj.io' },
+  ],
+  scripts: ['hack/git-verify-wrapper.sh'],
+};

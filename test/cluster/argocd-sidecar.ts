@@ -1,0 +1,96 @@
+/**
+ * The Driftless sidecar as the shipped `manifests/plugin/argocd-repo-server.patch.yaml`
+ * defines it, translated from container paths to local directories: its
+ * command, args and env are read from the patch (never restated here), and
+ * every container path they mention is mapped through the volume it lives on.
+ * A mount the harness does not know, or a path on no mount, is an error, so a
+ * change to the patch cannot silently diverge from what the tests run.
+ */
+import { readFile } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import { parse as parseYaml } from 'yaml';
+
+/** The patch's sidecar could not be turned into a local process. */
+export class SidecarPatchError extends Error {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'SidecarPatchError';
+  }
+}
+
+/** How to start the sidecar locally. */
+export interface SidecarProcess {
+  readonly command: string;
+  readonly args: readonly string[];
+  /** The patch's env with paths mapped, plus TMPDIR for the container's /tmp. */
+  readonly env: Readonly<Record<string, string>>;
+  /** Maps a container path to its local path (for the CMP server's defaults). */
+  localPath(containerPath: string): string;
+}
+
+interface Mount {
+  readonly name: string;
+  readonly mountPath: string;
+  readonly subPath?: string;
+}
+
+interface PatchContainer {
+  readonly name: string;
+  readonly command?: readonly string[];
+  readonly args?: readonly string[];
+  readonly env?: readonly { readonly name: string; readonly value?: string }[];
+  readonly volumeMounts?: readonly Mount[];
+}
+
+interface Patch {
+  readonly spec?: { readonly template?: { readonly spec?: { readonly containers?: readonly PatchContainer[] } } };
+}
+
+/**
+ * Reads the sidecar container `containerName` from the patch file and maps it
+ * onto `volumes` (volume name → local directory). A `subPath` mount of one
+ * file maps the file's container directory to the volume's local directory,
+ * which must hold a file of that name (`plugin.yaml` in `manifests/plugin/`).
+ * @throws {SidecarPatchError} for an unknown volume, a path on no mount, or a value from a ref.
+ */
+export async function sidecarFromPatch(
+  patchFile: string,
+  containerName: string,
+  volumes: Readonly<Record<string, string>>,
+): Promise<SidecarProcess> {
+  const patch = parseYaml(await readFile(patchFile, 'utf8')) as Patch;
+  const container = patch.spec?.template?.spec?.containers?.find((candidate) => candidate.name === containerName);
+  if (!container?.command?.[0]) throw new SidecarPatchError(`${patchFile} has no container ${containerName} with a command`);
+
+  const mounts = (container.volumeMounts ?? []).map((mount) => {
+    const local = volumes[mount.name];
+    if (local === undefined) throw new SidecarPatchError(`${patchFile}: the harness has no local directory for volume ${mount.name}`);
+    if (mount.subPath === undefined) return { containerPath: mount.mountPath, local };
+    if (mount.subPath !== basename(mount.mountPath)) {
+      throw new SidecarPatchError(`${patchFile}: subPath ${mount.subPath} mounted under another name at ${mount.mountPath}`);
+    }
+    return { containerPath: dirname(mount.mountPath), local };
+  });
+  // Longest first, so /home/argocd/cmp-server/plugins wins over a mount of /home.
+  mounts.sort((a, b) => b.containerPath.length - a.containerPath.length);
+  const localPath = (containerPath: string): string => {
+    const mount = mounts.find(
+      (candidate) => containerPath === candidate.containerPath || containerPath.startsWith(`${candidate.containerPath}/`),
+    );
+    if (!mount) throw new SidecarPatchError(`${patchFile}: ${containerPath} is on no volume the sidecar mounts`);
+    return join(mount.local, containerPath.slice(mount.containerPath.length));
+  };
+  const mapValue = (value: string): string => (value.startsWith('/') ? localPath(value) : value);
+
+  const env: Record<string, string> = { TMPDIR: localPath('/tmp') };
+  for (const variable of container.env ?? []) {
+    if (variable.value === undefined) throw new SidecarPatchError(`${patchFile}: env ${variable.name} has no literal value`);
+    env[variable.name] = mapValue(variable.value);
+  }
+  return {
+    command: localPath(container.command[0]),
+    args: [...container.command.slice(1), ...(container.args ?? [])].map(mapValue),
+    env,
+    localPath,
+  };
+}
