@@ -28,6 +28,8 @@ export interface RequestOptions {
   /** The body's media type; required with a PATCH (an implicit one is how patches go wrong). */
   readonly contentType?: string;
   readonly signal?: AbortSignal;
+  /** Told the size of the response body in bytes (lists size their next page by it). */
+  readonly onResponseBytes?: (bytes: number) => void;
 }
 
 /** A response line stream of a watch, ended by the server, an error, or `signal`. */
@@ -181,6 +183,7 @@ export function createKubeClient(config: KubeConfig, limiter: RequestLimiter, ob
       }
       const response = await send(method, path, options);
       const text = await response.body.text();
+      options.onResponseBytes?.(Buffer.byteLength(text));
       return (text === '' ? undefined : JSON.parse(text)) as T;
     },
     async watch(path, query, signal) {

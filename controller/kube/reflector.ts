@@ -42,6 +42,13 @@ export interface ReflectorSpec<S> {
   reduce(raw: unknown, previous: S | undefined): S | undefined;
 }
 
+/**
+ * Lists aim at pages of about this many bytes: what a page costs in memory while it is parsed and
+ * reduced is what the controller's RSS grows to, so pages are sized by bytes, not by a count that
+ * means 100 KB for one namespace and 6.5 MB for another.
+ */
+export const PAGE_TARGET_BYTES = 512 * 1024;
+
 /** Timing of the lifecycle. */
 export interface ReflectorTiming {
   /** A watch that delivers nothing (not even a bookmark) this long is restarted. */
@@ -127,6 +134,8 @@ export class Reflector<S> {
   #resourceVersion = '';
   #lastActivity = 0;
   #loop: Promise<void> | undefined;
+  /** The next page's `limit`, adapted to the bytes per object seen so far (at most `spec.pageSize`). */
+  #pageLimit: number;
   readonly #syncWaiters: (() => void)[] = [];
 
   constructor(spec: ReflectorSpec<S>, deps: { client: KubeClient; timing: ReflectorTiming; clock: Clock; log: Logger; onChange: ChangeHandler<S>; hooks?: ReflectorHooks }) {
@@ -137,6 +146,7 @@ export class Reflector<S> {
     this.#log = deps.log.child({ reflector: spec.name });
     this.#onChange = deps.onChange;
     this.#hooks = deps.hooks ?? {};
+    this.#pageLimit = spec.pageSize;
   }
 
   /** The reduced objects by `namespace/name`. */
@@ -269,10 +279,20 @@ export class Reflector<S> {
     let continueToken: string | undefined;
     let resourceVersion = '';
     do {
+      let bytes = 0;
+      const limit = this.#pageLimit;
       const page = await this.#client.request<ListPage>('GET', this.spec.path, {
-        query: this.#query({ limit: this.spec.pageSize, continue: continueToken }),
+        query: this.#query({ limit, continue: continueToken }),
         signal,
+        onResponseBytes: (size) => {
+          bytes = size;
+        },
       });
+      const count = page.items?.length ?? 0;
+      if (count > 0 && bytes > 0) {
+        const perObject = bytes / count;
+        this.#pageLimit = Math.max(1, Math.min(this.spec.pageSize, Math.floor(PAGE_TARGET_BYTES / perObject)));
+      }
       this.#lastActivity = this.#clock.now();
       for (const raw of page.items ?? []) {
         const key = objectKey(raw);
