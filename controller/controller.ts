@@ -76,6 +76,7 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
   let metrics: ControllerMetrics | undefined;
   const client = createKubeClient(kubeConfig, limiter, (verb, code) => metrics?.apiRequests.inc({ verb, code: String(code) }));
   let elector: LeaderElector | undefined;
+  const electionClients: KubeClient[] = [];
   const view = new ClusterView();
   const namespaceLabels = new Map<string, Readonly<Record<string, string>>>();
   const inScope = createScope({ ignore: config.ignoreNamespaces, selector: config.namespaceSelector }, (ns) => namespaceLabels.get(ns));
@@ -226,7 +227,10 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
       resolve();
       return;
     }
-    elector = new LeaderElector(client, {
+    // The Lease has a client of its own, outside --kube-qps: a renewal must never queue behind a relist.
+    const electionClient = createKubeClient(kubeConfig, { take: () => Promise.resolve() });
+    electionClients.push(electionClient);
+    elector = new LeaderElector(electionClient, {
       namespace: config.leaderElectionNamespace ?? deps.defaultLeaseNamespace,
       name: config.leaderElectionId,
       identity: deps.identity,
@@ -286,6 +290,7 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
       await elector?.stop();
       await Promise.all(reflectors.map((r) => r.stop()));
       await client.close();
+      for (const electionClient of electionClients) await electionClient.close();
     },
   };
 }

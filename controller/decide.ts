@@ -44,11 +44,11 @@ export interface Selection {
 /**
  * Where an in-band config came from, for `why`: the rule's three conditions.
  */
-function classify(workload: WorkloadSummary, config: ConfigSummary | undefined): { band: SelectedConfig['band']; why: string } {
+function classify(workload: WorkloadSummary, stamped: boolean, config: ConfigSummary | undefined): { band: SelectedConfig['band']; why: string } {
   if (config === undefined) return { band: 'out-of-band', why: 'does not exist (yet): its creation will be a change' };
   if (config.kind === 'SecretProviderClass') return { band: 'out-of-band', why: 'CSI driver rotation never passes through Git' };
   if (config.producer !== undefined) return { band: 'out-of-band', why: `written by ${config.producer.kind}${config.producer.name === '' ? '' : ` ${config.producer.name}`}, not by a sync` };
-  if (!workload.stamped) return { band: 'out-of-band', why: 'the pod template has no driftless.dev/config-hash: the plugin did not render this workload' };
+  if (!stamped) return { band: 'out-of-band', why: 'the pod template has no driftless.dev/config-hash: the plugin did not render this workload' };
   if (config.tracking === undefined || !config.tracking.namesItself) return { band: 'out-of-band', why: 'not tracked by Argo CD' };
   if (workload.tracking === undefined || workload.tracking.app !== config.tracking.app) {
     return { band: 'out-of-band', why: `tracked by Application ${config.tracking.app}, not by this workload's` };
@@ -88,7 +88,7 @@ export function selectConfigs(workload: WorkloadSummary, templateSource: Workloa
       skipped.push({ kind: candidate.kind, name: candidate.name, decision });
       continue;
     }
-    configs.push(Object.freeze({ kind: candidate.kind, name: candidate.name, decision, ...classify(workload, summary), summary }));
+    configs.push(Object.freeze({ kind: candidate.kind, name: candidate.name, decision, ...classify(workload, templateSource.stamped, summary), summary }));
   }
   return Object.freeze({ configs: Object.freeze(configs), skipped: Object.freeze(skipped) });
 }
@@ -127,7 +127,9 @@ export type Verdict =
  * start with it either). T is the latest first sight of the changed contents.
  */
 export function compareDigests(recorded: DigestMap | undefined, current: DigestMap, seenAt: (key: string) => number, now: number, debounceMs: number): Verdict {
-  if (recorded === undefined) return { action: 'record', why: 'first-sight' };
+  // A workload that selects no out-of-band config gets no bookkeeping at all: in mode `annotated` that is
+  // every workload nobody opted in, and a write would bump each Deployment's generation for nothing.
+  if (recorded === undefined) return Object.keys(current).length === 0 ? { action: 'none' } : { action: 'record', why: 'first-sight' };
   const changed: string[] = [];
   for (const [key, digest] of Object.entries(current)) {
     const before = recorded[key];

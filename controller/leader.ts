@@ -110,6 +110,14 @@ export class LeaderElector {
     });
   }
 
+  /**
+   * Every Lease request gives up after half the renew deadline: a hung connection must not keep a leader
+   * believing it still leads past the deadline (the renew loop checks the deadline between attempts).
+   */
+  #attemptSignal(): AbortSignal {
+    return AbortSignal.timeout(Math.max(500, Math.floor(this.#options.renewDeadlineMs / 2)));
+  }
+
   /** client-go's jitter: up to +20% on the retry period, so candidates do not move in lockstep. */
   #retryDelay(): number {
     return this.#options.retryPeriodMs * (1 + Math.random() * 0.2);
@@ -146,7 +154,7 @@ export class LeaderElector {
     const leaseDurationSeconds = Math.ceil(this.#options.leaseDurationMs / 1000);
     let current: Lease;
     try {
-      current = await this.#client.request<Lease>('GET', `${this.#path}/${encodeURIComponent(name)}`);
+      current = await this.#client.request<Lease>('GET', `${this.#path}/${encodeURIComponent(name)}`, { signal: this.#attemptSignal() });
     } catch (error) {
       if (!isNotFound(error)) {
         this.#log.warn({ err: error }, 'could not read the Lease');
@@ -154,6 +162,7 @@ export class LeaderElector {
       }
       try {
         await this.#client.request('POST', this.#path, {
+          signal: this.#attemptSignal(),
           body: {
             apiVersion: 'coordination.k8s.io/v1',
             kind: 'Lease',
@@ -188,7 +197,7 @@ export class LeaderElector {
     };
     try {
       // PUT with the resourceVersion we read: of two candidates racing, exactly one succeeds.
-      await this.#client.request('PUT', `${this.#path}/${encodeURIComponent(name)}`, { body: next });
+      await this.#client.request('PUT', `${this.#path}/${encodeURIComponent(name)}`, { body: next, signal: this.#attemptSignal() });
       this.#observed = { record: `${identity}\0${next.spec?.renewTime ?? ''}`, at: now };
       return true;
     } catch (error) {

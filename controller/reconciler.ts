@@ -84,7 +84,7 @@ export class Reconciler {
   /** Pods evicted by us whose deletion the pod watch has not shown yet: never evicted twice. */
   readonly #evicted = new Map<string, number>();
   /** Our last apply per workload and the resourceVersion it was based on: the cache may not show it yet. */
-  readonly #lastApply = new Map<string, { readonly basedOn: string; readonly fields: string }>();
+  readonly #lastApply = new Map<string, { readonly basedOn: string; readonly fields: string; readonly own: OwnFields }>();
   /** `--dry-run` only: what the writes would have recorded per workload. */
   readonly #shadow = new Map<string, OwnFields>();
   /** `--dry-run` only: the T of the restarts already reported. */
@@ -211,7 +211,7 @@ export class Reconciler {
       this.#shadow.set(key, fields);
       return;
     }
-    this.#lastApply.set(key, { basedOn: workload.resourceVersion, fields: text });
+    this.#lastApply.set(key, { basedOn: workload.resourceVersion, fields: text, own: fields });
     this.#deps.log.debug({ workload: key, restartAt: fields.restartAt }, 'applied own fields');
   }
 
@@ -232,7 +232,7 @@ export class Reconciler {
     // unfinished; a restart finished before a controller restart is not judged again (its pods may fail later
     // for reasons of their own).
     const gateTimeout = (options.fleet ?? FLEET_OFF).healthGateTimeoutMs;
-    const inProgress = this.#restarting.has(key) || pods.some((pod) => !pod.deleting && pod.createdAt < restartAt);
+    const inProgress = this.#restarting.has(key) || pods.some((pod) => !pod.deleting && !isTerminal(pod) && pod.createdAt < restartAt);
     const gate = gateTimeout > 0 && inProgress ? healthGate(pods, restartAt, now, gateTimeout) : { action: 'pass' as const };
     if (gate.action === 'fail') return this.#halt(key, workload, strategy, gate.reason, now);
     // Finished means the replacements are Ready too, so a replacement that never becomes Ready is gated.
@@ -248,7 +248,7 @@ export class Reconciler {
       if (workload.templateRestartedAt !== formatted) {
         await this.#apply(workload, { restartedFor: workload.annotations[BOOKKEEPING.restartedFor] ?? '{}', restartAt: formatted, templateRestartedAt: formatted });
       }
-      if (pods.every((pod) => pod.deleting || pod.createdAt >= restartAt) && !replacementsPending) return this.#done(key, workload, restartAt);
+      if (pods.every((pod) => pod.deleting || isTerminal(pod) || pod.createdAt >= restartAt) && !replacementsPending) return this.#done(key, workload, restartAt);
       this.#restarting.add(key);
       return { requeueAfterMs: options.checkIntervalMs };
     }
@@ -263,7 +263,7 @@ export class Reconciler {
     switch (plan.action) {
       case 'done':
         // The planner is done once the last stale pod is being deleted; the restart is finished when it is gone.
-        if (pods.some((pod) => pod.createdAt < restartAt) || replacementsPending) return { requeueAfterMs: options.checkIntervalMs };
+        if (pods.some((pod) => pod.createdAt < restartAt && !isTerminal(pod)) || replacementsPending) return { requeueAfterMs: options.checkIntervalMs };
         return this.#done(key, workload, restartAt);
       case 'skip':
         this.#finish(key);
@@ -330,7 +330,8 @@ export class Reconciler {
       else await events.warning(workload, 'RestartDeferred', `${changed} changed again within --min-restart-interval (${seconds}) of the restart at ${last}: at most one restart per interval, next at ${next}`);
       return { requeueAfterMs: wait };
     }
-    if (!this.#restarting.has(key) && this.#restarting.size >= options.maxConcurrentRestarts) {
+    // A restart a PodDisruptionBudget blocks does not hold a slot: ten blocked workloads must not stop the fleet.
+    if (!this.#restarting.has(key) && this.#restarting.size - this.#blockedCount() >= options.maxConcurrentRestarts) {
       this.#deps.log.debug({ workload: key }, 'waiting for a restart slot (max-concurrent-restarts)');
       return { requeueAfterMs: options.checkIntervalMs };
     }
@@ -387,7 +388,10 @@ export class Reconciler {
 
   /** `--dry-run`: what the writes would have recorded, read back over the cached workload. */
   #withShadow(key: string, workload: WorkloadSummary | undefined): WorkloadSummary | undefined {
-    const shadow = this.#shadow.get(key);
+    // Our last apply, while the cache still shows the version it was based on (the watch has not delivered
+    // it yet): deciding from the stale copy would start the same restart twice.
+    const last = this.#lastApply.get(key);
+    const shadow = this.#shadow.get(key) ?? (last !== undefined && workload !== undefined && last.basedOn === workload.resourceVersion ? last.own : undefined);
     if (workload === undefined || shadow === undefined) return workload;
     const annotations: Record<string, string> = { ...workload.annotations, [BOOKKEEPING.restartedFor]: shadow.restartedFor };
     if (shadow.restartAt !== undefined) annotations[BOOKKEEPING.restartAt] = shadow.restartAt;
@@ -425,6 +429,13 @@ export class Reconciler {
     return undefined;
   }
 
+  /** Restarts in progress whose evictions are being refused (PodDisruptionBudget). */
+  #blockedCount(): number {
+    let count = 0;
+    for (const key of this.#blockedSince.keys()) if (this.#restarting.has(key)) count++;
+    return count;
+  }
+
   /** Forgets a restart in progress; true when there was one. */
   #finish(key: string): boolean {
     this.#blockedSince.delete(key);
@@ -436,6 +447,11 @@ export class Reconciler {
     }
     return this.#restarting.delete(key);
   }
+}
+
+/** A pod that has exited (Succeeded, Failed) is not running anything stale and is never waited for. */
+function isTerminal(pod: PodSummary): boolean {
+  return pod.phase === 'Succeeded' || pod.phase === 'Failed';
 }
 
 function optionalTime(ms: number | undefined): string | undefined {

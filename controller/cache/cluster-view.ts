@@ -68,6 +68,8 @@ export class ClusterView {
   readonly #pods = new Map<string, PodSummary>();
   readonly #podsByOwner = new Map<string, Set<string>>();
   readonly #replicaSets = new Map<string, ReplicaSetSummary>();
+  /** Owner UID → UIDs of its ReplicaSets (podsOf runs on every reconcile of a restarting workload). */
+  readonly #replicaSetsByOwner = new Map<string, Set<string>>();
   readonly #providerStatuses = new Map<string, ProviderPodStatusSummary>();
   readonly #providerClasses = new Map<string, ProviderClassState>();
 
@@ -230,8 +232,13 @@ export class ClusterView {
   /** Stores a ReplicaSet change (pods of Deployments are owned through them). */
   replicaSetChanged(previous: ReplicaSetSummary | undefined, next: ReplicaSetSummary | undefined): void {
     const any = (next ?? previous) as ReplicaSetSummary;
-    if (next === undefined) this.#replicaSets.delete(any.uid);
-    else this.#replicaSets.set(next.uid, next);
+    if (previous?.owner !== undefined) remove(this.#replicaSetsByOwner, previous.owner.uid, previous.uid);
+    if (next === undefined) {
+      this.#replicaSets.delete(any.uid);
+    } else {
+      this.#replicaSets.set(next.uid, next);
+      if (next.owner !== undefined) add(this.#replicaSetsByOwner, next.owner.uid, next.uid);
+    }
   }
 
   #ownerWorkloadKey(pod: PodSummary): string | undefined {
@@ -260,7 +267,7 @@ export class ClusterView {
     const owners: string[] = [];
     if (workload.kind === 'Deployment' || workload.kind === 'Rollout') {
       // Both own their pods through ReplicaSets.
-      for (const rs of this.#replicaSets.values()) if (rs.owner?.uid === workload.uid) owners.push(rs.uid);
+      owners.push(...(this.#replicaSetsByOwner.get(workload.uid) ?? []));
     } else if (workload.kind === 'DeploymentConfig') {
       const pods = [...this.#pods.values()].filter((pod) => pod.namespace === workload.namespace && pod.owner?.kind === 'ReplicationController'
         && pod.owner.name.startsWith(`${workload.name}-`) && /^\d+$/.test(pod.owner.name.slice(workload.name.length + 1)));

@@ -229,12 +229,14 @@ export class Reflector<S> {
   async #run(): Promise<void> {
     const signal = this.#stopping.signal;
     let failures = 0;
-    let nextResync = this.#clock.now() + this.#timing.resyncMs;
+    // Jittered (±10%), so that hundreds of reflectors do not relist in the same second.
+    const resyncDelay = (): number => this.#timing.resyncMs * (0.9 + Math.random() * 0.2);
+    let nextResync = this.#clock.now() + resyncDelay();
     while (!signal.aborted) {
       try {
         if (this.#resourceVersion === '' || this.#clock.now() >= nextResync) {
           await this.#list(signal);
-          nextResync = this.#clock.now() + this.#timing.resyncMs;
+          nextResync = this.#clock.now() + resyncDelay();
           this.#absent = false;
           this.#markSynced(true);
         }
