@@ -18,6 +18,7 @@
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { loadavg } from 'node:os';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { ApiClient, KubeList, KubeObject } from '../test/cluster/api.ts';
 import { startCluster, type Cluster } from '../test/cluster/harness.ts';
@@ -101,6 +102,13 @@ async function withController<T>(cluster: Cluster, args: readonly string[], body
   }
 }
 
+/** NODE_OPTIONS of the controller container in manifests/controller/base/deployment.yaml. */
+async function shippedNodeOptions(): Promise<string> {
+  const text = await readFile(join(import.meta.dirname, '..', 'manifests', 'controller', 'base', 'deployment.yaml'), 'utf8');
+  const match = /- name: NODE_OPTIONS\n\s+value: (.+)\n/.exec(text);
+  return match?.[1]?.trim() ?? '';
+}
+
 /** Creates `count` Secrets of `bytes` random bytes each (random, so nothing downstream can compress them away). */
 async function createSecrets(api: ApiClient, namespace: string, count: number, bytes: number): Promise<number> {
   const started = performance.now();
@@ -120,7 +128,8 @@ async function memory(): Promise<void> {
         log(`created ${label} in ${seconds.toFixed(1)} s (load ${load()})`);
       }
       const extraArgs = options['memory-args'].split(' ').filter((arg) => arg !== '');
-      const env = options['memory-node-options'] === '' ? undefined : { NODE_OPTIONS: options['memory-node-options'] };
+      // The controller as shipped: the NODE_OPTIONS of manifests/controller, unless the run says otherwise.
+      const env = { NODE_OPTIONS: options['memory-node-options'] === '' ? await shippedNodeOptions() : options['memory-node-options'] };
       const row = await withController(cluster, [`--namespaces=${namespace}`, ...extraArgs], async (controller) => {
         const started = performance.now();
         await controller.waitForLog('initial reconcile finished', (line) => line.msg === 'initial reconcile finished', { timeoutMs: 600_000 });
