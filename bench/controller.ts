@@ -34,8 +34,8 @@ const { values: options } = parseArgs({
     changes: { type: 'string', default: '50' },
     deployments: { type: 'string', default: '500' },
     'kube-qps': { type: 'string', default: '50' },
-    /** Extra controller flags for the memory runs, e.g. `--list-page-size=20`. */
-    'memory-args': { type: 'string', default: '' },
+    /** Extra controller flags for every run, e.g. `--leader-elect` or `--list-page-size=20`. */
+    'controller-args': { type: 'string', default: '' },
     /** NODE_OPTIONS for the controller of the memory runs, e.g. `--max-semi-space-size=2`. */
     'memory-node-options': { type: 'string', default: '' },
   },
@@ -93,8 +93,10 @@ async function withCluster(name: string, body: (cluster: Cluster) => Promise<voi
   }
 }
 
+const extraArgs = options['controller-args'].split(' ').filter((arg) => arg !== '');
+
 async function withController<T>(cluster: Cluster, args: readonly string[], body: (controller: ControllerProcess) => Promise<T>, kubeconfig?: string, env?: Record<string, string>): Promise<T> {
-  const controller = await startControllerProcess(cluster, { args: ['--log-level=info', ...args], ...(kubeconfig === undefined ? {} : { kubeconfig }), ...(env === undefined ? {} : { env }) });
+  const controller = await startControllerProcess(cluster, { args: ['--log-level=info', ...args, ...extraArgs], ...(kubeconfig === undefined ? {} : { kubeconfig }), ...(env === undefined ? {} : { env }) });
   try {
     return await body(controller);
   } finally {
@@ -127,10 +129,9 @@ async function memory(): Promise<void> {
         const seconds = await createSecrets(cluster.admin, namespace, count, bytes);
         log(`created ${label} in ${seconds.toFixed(1)} s (load ${load()})`);
       }
-      const extraArgs = options['memory-args'].split(' ').filter((arg) => arg !== '');
       // The controller as shipped: the NODE_OPTIONS of manifests/controller, unless the run says otherwise.
       const env = { NODE_OPTIONS: options['memory-node-options'] === '' ? await shippedNodeOptions() : options['memory-node-options'] };
-      const row = await withController(cluster, [`--namespaces=${namespace}`, ...extraArgs], async (controller) => {
+      const row = await withController(cluster, [`--namespaces=${namespace}`], async (controller) => {
         const started = performance.now();
         await controller.waitForLog('initial reconcile finished', (line) => line.msg === 'initial reconcile finished', { timeoutMs: 600_000 });
         const syncS = (performance.now() - started) / 1000;
