@@ -112,8 +112,8 @@ function assertHardenedController(deployment: Json, serviceAccount: Json): void 
   assert.equal(port['containerPort'], 8080);
   assert.deepEqual(c['livenessProbe'].httpGet, { path: '/healthz', port: 'http' });
   assert.deepEqual(c['readinessProbe'].httpGet, { path: '/readyz', port: 'http' });
-  assert.equal(c['resources'].requests.memory, '128Mi');
-  assert.equal(c['resources'].limits.memory, '256Mi');
+  assert.equal(c['resources'].requests.memory, '192Mi');
+  assert.equal(c['resources'].limits.memory, '384Mi');
   assert.equal(pod['securityContext'].runAsNonRoot, true);
   assert.equal(pod['securityContext'].runAsUser, 999);
   assert.equal(pod['securityContext'].seccompProfile.type, 'RuntimeDefault');
