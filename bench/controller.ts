@@ -137,9 +137,8 @@ async function memory(): Promise<void> {
         const syncS = (performance.now() - started) / 1000;
         const atReady = await memoryOf(controller.pid);
         // V8 gives freed pages back on its idle GC; a second reading, once the controller is idle, shows what stays.
-        const settled = await new Promise<{ rssMb: number; peakMb: number }>((resolve, reject) => {
-          setTimeout(() => memoryOf(controller.pid).then(resolve, reject), 15_000);
-        });
+        await new Promise<void>((resolve) => setTimeout(resolve, 15_000));
+        const settled = await memoryOf(controller.pid);
         return { label, syncS, ...atReady, settledMb: settled.rssMb };
       }, undefined, env);
       rows.push(row);
