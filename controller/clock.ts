@@ -31,6 +31,25 @@ export interface Clock {
 const MAX_TIMEOUT_MS = 2_147_483_647;
 
 /** The real clock: `Date.now()` and unref'd Node timers. A fresh object per call. */
+/** Resolves after `ms` on `clock`, or at once when `signal` aborts (never rejects: the caller checks the signal). */
+export function sleep(clock: Clock, ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) {
+      resolve();
+      return;
+    }
+    const timer = clock.setTimer(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = (): void => {
+      timer.cancel();
+      resolve();
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
 export function systemClock(): Clock {
   return {
     now: () => Date.now(),

@@ -15,7 +15,7 @@
  * during a failover is acted on once, by the new leader.
  */
 import type { Logger } from 'pino';
-import type { Clock } from './clock.ts';
+import { sleep, type Clock } from './clock.ts';
 import type { KubeClient } from './kube/client.ts';
 import { isConflict, isNotFound } from './kube/errors.ts';
 
@@ -94,20 +94,8 @@ export class LeaderElector {
     return `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(this.#options.namespace)}/leases`;
   }
 
-  async #sleep(ms: number): Promise<void> {
-    const signal = this.#stopping.signal;
-    if (signal.aborted) return;
-    await new Promise<void>((resolve) => {
-      const timer = this.#clock.setTimer(() => {
-        signal.removeEventListener('abort', onAbort);
-        resolve();
-      }, ms);
-      const onAbort = (): void => {
-        timer.cancel();
-        resolve();
-      };
-      signal.addEventListener('abort', onAbort, { once: true });
-    });
+  #sleep(ms: number): Promise<void> {
+    return sleep(this.#clock, ms, this.#stopping.signal);
   }
 
   /**

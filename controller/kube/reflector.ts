@@ -20,7 +20,7 @@
  * throws is logged and the loop goes on.
  */
 import type { Logger } from 'pino';
-import type { Clock } from '../clock.ts';
+import { sleep, type Clock } from '../clock.ts';
 import type { KubeClient } from './client.ts';
 import { KubeApiError, isGone, isNotFound } from './errors.ts';
 
@@ -96,25 +96,6 @@ interface ListPage {
 interface WatchEvent {
   readonly type?: string;
   readonly object?: unknown;
-}
-
-/** Resolves after `ms`, or at once when `signal` aborts. */
-function sleep(clock: Clock, ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) {
-      resolve();
-      return;
-    }
-    const timer = clock.setTimer(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    const onAbort = (): void => {
-      timer.cancel();
-      resolve();
-    };
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
 }
 
 /** One collection, listed and watched until `stop()`. */
