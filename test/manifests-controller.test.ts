@@ -168,10 +168,11 @@ describe('manifests/controller (kustomize)', () => {
   it('the README\'s recipe for other namespaces builds: web and payments, not default', async () => {
     const work = await mkdtemp(join(tmpdir(), 'driftless-namespaced-'));
     try {
-      const path = (dir: string): string => relative(join(work, 'x'), dir).split(sep).join(posix.sep);
+      // Relative to the kustomization that names it (an extra `..` only works when it hits `/`).
+      const path = (dir: string, from = work): string => relative(from, dir).split(sep).join(posix.sep);
       for (const ns of ['web', 'payments']) {
         await mkdir(join(work, ns));
-        await writeFile(join(work, ns, 'kustomization.yaml'), `namespace: ${ns}\nresources: [${JSON.stringify(path(join(manifests, 'namespaced', 'role')))}]\n`);
+        await writeFile(join(work, ns, 'kustomization.yaml'), `namespace: ${ns}\nresources: [${JSON.stringify(path(join(manifests, 'namespaced', 'role'), join(work, ns)))}]\n`);
       }
       const readme = await readFile(join(manifests, 'README.md'), 'utf8');
       const recipe = /```yaml\n# my-driftless\/kustomization.yaml\n([\s\S]*?)```/.exec(readme);
