@@ -201,6 +201,17 @@ function controllerOwner(metadata: Raw): PodSummary['owner'] {
   return undefined;
 }
 
+/** Identity, version and controlling owner: what pods and ReplicaSets share. */
+function ownedIdentity(metadata: Raw): { namespace: string; name: string; uid: string; resourceVersion: string; owner: PodSummary['owner'] } {
+  return {
+    namespace: str(metadata['namespace']),
+    name: str(metadata['name']),
+    uid: str(metadata['uid']),
+    resourceVersion: str(metadata['resourceVersion']),
+    owner: controllerOwner(metadata),
+  };
+}
+
 /** Reduces a pod to what a paced eviction reads. */
 export function reducePod(raw: unknown): PodSummary {
   const object = record(raw);
@@ -212,11 +223,7 @@ export function reducePod(raw: unknown): PodSummary {
     ? Date.parse(str(ready['lastTransitionTime'])) || Date.parse(str(metadata['creationTimestamp'])) || 0
     : undefined;
   return Object.freeze({
-    namespace: str(metadata['namespace']),
-    name: str(metadata['name']),
-    uid: str(metadata['uid']),
-    resourceVersion: str(metadata['resourceVersion']),
-    owner: controllerOwner(metadata),
+    ...ownedIdentity(metadata),
     createdAt: Date.parse(str(metadata['creationTimestamp'])) || 0,
     deleting: metadata['deletionTimestamp'] !== undefined && metadata['deletionTimestamp'] !== null,
     phase: str(status['phase']),
@@ -227,14 +234,7 @@ export function reducePod(raw: unknown): PodSummary {
 
 /** Reduces a ReplicaSet to its owner, to map a Deployment's pods to it. */
 export function reduceReplicaSet(raw: unknown): ReplicaSetSummary & { readonly resourceVersion: string } {
-  const metadata = record(record(raw)['metadata']);
-  return Object.freeze({
-    namespace: str(metadata['namespace']),
-    name: str(metadata['name']),
-    uid: str(metadata['uid']),
-    resourceVersion: str(metadata['resourceVersion']),
-    owner: controllerOwner(metadata),
-  });
+  return Object.freeze(ownedIdentity(record(record(raw)['metadata'])));
 }
 
 function readStrategy(kind: WorkloadKindName, spec: Raw): UpdateStrategy {
