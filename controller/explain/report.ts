@@ -35,11 +35,10 @@ export interface LiveExplainReport {
 /** How a recorded digest compares with the live one; `null` when the controller records none (in-band, not selected). */
 export type DigestComparison = 'equal' | 'different' | 'not-recorded' | null;
 
-/** One config as one workload sees it. */
-export interface LiveWorkloadConfig {
+/** How one workload depends on one config: the same facts whether read from the workload's side or the config's. */
+export interface LiveDependency {
   readonly kind: string;
   readonly name: string;
-  readonly exists: boolean;
   readonly selected: boolean;
   /** The policy rule (`auto`, `named`, `auto-all`, `ignore`, …) and its reason, as the plugin's explain gives them. */
   readonly rule: string;
@@ -50,6 +49,11 @@ export interface LiveWorkloadConfig {
   readonly recorded: string | null;
   readonly live: string | null;
   readonly digests: DigestComparison;
+}
+
+/** One config as one workload sees it (`kind`/`name` are the config's). */
+export interface LiveWorkloadConfig extends LiveDependency {
+  readonly exists: boolean;
 }
 
 /** Why a restart in progress does not move now. */
@@ -108,19 +112,8 @@ export interface LiveWorkload {
   readonly warnings: readonly string[];
 }
 
-/** A workload that depends on a config, and how. */
-export interface LiveDependant {
-  readonly kind: string;
-  readonly name: string;
-  readonly selected: boolean;
-  readonly rule: string;
-  readonly reason: string;
-  readonly band: 'in-band' | 'out-of-band' | null;
-  readonly why: string | null;
-  readonly recorded: string | null;
-  readonly live: string | null;
-  readonly digests: DigestComparison;
-}
+/** A workload that depends on a config, and how (`kind`/`name` are the workload's). */
+export type LiveDependant = LiveDependency;
 
 /** One config and every workload that depends on it. */
 export interface LiveConfig {
