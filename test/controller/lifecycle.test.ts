@@ -12,6 +12,7 @@
  */
 import assert from 'node:assert/strict';
 import type { KubeObject } from '../cluster/api.ts';
+import type { Cluster } from '../cluster/harness.ts';
 import { useCluster, waitForDeploymentRollout } from '../cluster/testing.ts';
 import { waitFor } from '../cluster/wait.ts';
 import { applyAsArgoCD, assertNoDrift } from '../support/drift-oracle.ts';
@@ -54,6 +55,26 @@ function waitForRecord(api: Parameters<typeof read>[0], namespace: string, name:
   });
 }
 
+/** What `deployApp` set up: the Deployment `app` as Argo CD applied it, and its first pods. */
+interface DeployedApp {
+  readonly manifest: KubeObject;
+  readonly podsBefore: KubeObject[];
+}
+
+/**
+ * The scene of every test here: an ExternalSecret-owned Secret `db` (out of
+ * band), and a Deployment `app` using it, applied as Argo CD applies it and
+ * rolled out with `replicas` Ready pods.
+ */
+async function deployApp(cluster: Cluster, namespace: string, replicas: number): Promise<DeployedApp> {
+  const api = cluster.admin;
+  await createExternalSecret(api, namespace, 'db', 'v1');
+  const manifest = workload('Deployment', 'app', { replicas, uses: { secret: 'db' } });
+  await applyAsArgoCD(cluster, manifest, { namespace });
+  await waitForDeploymentRollout(api, namespace, 'app');
+  return { manifest, podsBefore: await waitForReadyPods(api, namespace, 'app', replicas) };
+}
+
 /** A PodDisruptionBudget over the workload's pods (label `app=<name>`). */
 async function createBlockingBudget(api: Parameters<typeof read>[0], namespace: string, name: string, minAvailable: number): Promise<void> {
   await api.request('POST', `/apis/policy/v1/namespaces/${namespace}/poddisruptionbudgets`, {
@@ -67,11 +88,7 @@ async function createBlockingBudget(api: Parameters<typeof read>[0], namespace: 
 fixture.test('a PodDisruptionBudget that forbids eviction blocks the restart with a Warning Event; it completes once the budget allows', async ({ cluster, namespace }) => {
   const api = cluster.admin;
   const workloadKey = `Deployment/${namespace}/app`;
-  await createExternalSecret(api, namespace, 'db', 'v1');
-  const manifest = workload('Deployment', 'app', { replicas: 2, uses: { secret: 'db' } });
-  await applyAsArgoCD(cluster, manifest, { namespace });
-  await waitForDeploymentRollout(api, namespace, 'app');
-  const podsBefore = await waitForReadyPods(api, namespace, 'app', 2);
+  const { manifest, podsBefore } = await deployApp(cluster, namespace, 2);
   await createBlockingBudget(api, namespace, 'app', 2);
   const controller = await startControllerProcess(cluster, { args: [`--namespaces=${namespace}`, '--eviction-blocked-warning=1s'] });
   try {
@@ -103,11 +120,7 @@ fixture.test('a PodDisruptionBudget that forbids eviction blocks the restart wit
 fixture.test('a change made while the controller is stopped is acted on at start', async ({ cluster, namespace }) => {
   const api = cluster.admin;
   const workloadKey = `Deployment/${namespace}/app`;
-  await createExternalSecret(api, namespace, 'db', 'v1');
-  const manifest = workload('Deployment', 'app', { replicas: 2, uses: { secret: 'db' } });
-  await applyAsArgoCD(cluster, manifest, { namespace });
-  await waitForDeploymentRollout(api, namespace, 'app');
-  const podsBefore = await waitForReadyPods(api, namespace, 'app', 2);
+  const { manifest, podsBefore } = await deployApp(cluster, namespace, 2);
   const first = await startControllerProcess(cluster, { args: [`--namespaces=${namespace}`] });
   let recorded: string;
   try {
@@ -141,11 +154,7 @@ fixture.test('a controller restarted with nothing changed evicts nothing and wri
   const api = cluster.admin;
   const workloadKey = `Deployment/${namespace}/app`;
   const path = `${COLLECTIONS.Deployment(namespace)}/app`;
-  await createExternalSecret(api, namespace, 'db', 'v1');
-  const manifest = workload('Deployment', 'app', { replicas: 2, uses: { secret: 'db' } });
-  await applyAsArgoCD(cluster, manifest, { namespace });
-  await waitForDeploymentRollout(api, namespace, 'app');
-  const podsBefore = await waitForReadyPods(api, namespace, 'app', 2);
+  const { manifest, podsBefore } = await deployApp(cluster, namespace, 2);
   const first = await startControllerProcess(cluster, { args: [`--namespaces=${namespace}`] });
   try {
     await first.ready();
@@ -181,12 +190,8 @@ fixture.test('a controller restarted with nothing changed evicts nothing and wri
 fixture.test('a controller killed mid-restart continues it at start, evicting no pod twice', async ({ cluster, namespace }) => {
   const api = cluster.admin;
   const workloadKey = `Deployment/${namespace}/app`;
-  await createExternalSecret(api, namespace, 'db', 'v1');
   // maxUnavailable 25% of 4: one pod at a time, each waiting for its replacement to become Ready.
-  const manifest = workload('Deployment', 'app', { replicas: 4, uses: { secret: 'db' } });
-  await applyAsArgoCD(cluster, manifest, { namespace });
-  await waitForDeploymentRollout(api, namespace, 'app');
-  const podsBefore = await waitForReadyPods(api, namespace, 'app', 4);
+  const { manifest, podsBefore } = await deployApp(cluster, namespace, 4);
   const first = await startControllerProcess(cluster, { args: [`--namespaces=${namespace}`] });
   try {
     await first.ready();
@@ -219,11 +224,7 @@ fixture.test('a controller killed mid-restart continues it at start, evicting no
 fixture.test('pods a rolling update creates after T are not evicted', async ({ cluster, namespace }) => {
   const api = cluster.admin;
   const workloadKey = `Deployment/${namespace}/app`;
-  await createExternalSecret(api, namespace, 'db', 'v1');
-  const manifest = workload('Deployment', 'app', { replicas: 3, uses: { secret: 'db' } });
-  await applyAsArgoCD(cluster, manifest, { namespace });
-  await waitForDeploymentRollout(api, namespace, 'app');
-  const podsBefore = await waitForReadyPods(api, namespace, 'app', 3);
+  const { manifest, podsBefore } = await deployApp(cluster, namespace, 3);
   // The budget holds the restart back until the sync's pods exist, so the controller surely meets pods created after T.
   await createBlockingBudget(api, namespace, 'app', 3);
   const controller = await startControllerProcess(cluster, { args: [`--namespaces=${namespace}`] });
