@@ -90,7 +90,7 @@ export async function changeConfigMapInGit(env: DemoEnvironment, narrator: Narra
   const pods = await waitForPods(api, namespace, replicas, `${replicas} ready pods of ReplicaSet ${created}`, (ready) =>
     ready.every((pod) => pod.metadata?.labels?.['pod-template-hash'] === podHash),
   );
-  narrator.say(`rolling update: ReplicaSet ${replicaSetsBefore.join(', ')} → ${created}, ${pods.length}/${replicas} new pods ready`);
+  narrator.say(`rolling update: ReplicaSet ${replicaSetsBefore.join(', ')} → ${created}, ${pods.length}/${replicas} new pods ready, the old ones gone (the example keeps the default 30 s termination grace)`);
   return { ...app, revision };
 }
 
