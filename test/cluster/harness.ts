@@ -41,6 +41,12 @@ export interface ClusterOptions {
   readonly rolloutsController?: boolean;
   /** Keep the temp dir (state and logs) after `stop()` (default: only if DRIFTLESS_KEEP_CLUSTER is set). */
   readonly keepStateDir?: boolean;
+  /**
+   * Stop on SIGINT/SIGTERM and re-raise the signal (default true). A caller that runs more
+   * than the cluster (the demo: Argo CD, the controller) turns it off and stops everything
+   * itself, in order: the cluster must outlive what runs on it.
+   */
+  readonly handleSignals?: boolean;
 }
 
 /** A running cluster. */
@@ -181,9 +187,11 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     void stop().finally(() => process.kill(process.pid, signal));
   };
   process.on('exit', killAll);
-  // `once`: after our cleanup the re-raised signal takes its default action.
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
+  if (options.handleSignals ?? true) {
+    // `once`: after our cleanup the re-raised signal takes its default action.
+    process.once('SIGINT', onSignal);
+    process.once('SIGTERM', onSignal);
+  }
 
   const run = (spec: Omit<ComponentSpec, 'logFile'>): Component => {
     const component = startComponent({ ...spec, logFile: join(logDir, `${spec.name}.log`) });

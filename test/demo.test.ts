@@ -1,0 +1,76 @@
+/**
+ * `npm run demo -- --exit` end to end: the real cluster, Argo CD and
+ * controller, as a user runs it. The narration must reach every step, the run
+ * must exit 0 having stopped everything (its temp dir gone), and no Secret
+ * value may appear in anything it printed.
+ */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { access } from 'node:fs/promises';
+import { join } from 'node:path';
+import { test } from 'node:test';
+
+const script = join(import.meta.dirname, '..', 'demo', 'run.ts');
+/** Generous: two loaded cores shared with other runs; a warm demo takes about 2.5 minutes. */
+const deadlineMs = 20 * 60_000;
+
+interface DemoRun {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+async function runDemo(): Promise<DemoRun> {
+  // SIGTERM at the deadline, so the demo still stops what it started.
+  const child = spawn(process.execPath, [script, '--exit'], { stdio: ['ignore', 'pipe', 'pipe'], timeout: deadlineMs, killSignal: 'SIGTERM' });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => {
+    stdout += chunk.toString('utf8');
+  });
+  child.stderr.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString('utf8');
+  });
+  const [code] = (await once(child, 'close')) as [number | null];
+  return { code, stdout, stderr };
+}
+
+test('npm run demo -- --exit narrates the whole loop and stops everything', { timeout: deadlineMs + 60_000 }, async () => {
+  const run = await runDemo();
+  const output = `${run.stdout}\n${run.stderr}`;
+  assert.equal(run.code, 0, `the demo exited ${String(run.code)}:\n${run.stdout.slice(-3000)}\n${run.stderr.slice(-3000)}`);
+
+  const steps = [
+    /cluster ready/,
+    /Argo CD v3\.6\.1 ready/,
+    /driftless controller ready/,
+    /Application web Synced\/Healthy at [0-9a-f]{7}; Deployment web's pod template has driftless\.dev\/config-hash: v1:/,
+    /== 1\. ConfigMap web-settings changed in Git/,
+    /Argo CD compared [0-9a-f]{7}: OutOfSync/,
+    /rolling update: ReplicaSet web-\S+ → web-\S+, 2\/2 new pods ready/,
+    /== 2\. Secret web-tls rotated out of band/,
+    /controller Event RestartStarted: Secret web-tls changed/,
+    /pods restarted by eviction \(2 evictions\)/,
+    /no new ReplicaSet/,
+    /during the restart: Synced at (\d+) of \1 polls/,
+    /hard refresh .*: still Synced/,
+    /== 3\. driftless explain/,
+    /Secret\s+web-tls\s+no\s+yes\s+auto/,
+    /Secret\s+web-tls\s+yes\s+yes\s+auto\s+out-of-band/,
+    /stopped everything\./,
+  ];
+  let from = 0;
+  for (const step of steps) {
+    const match = step.exec(run.stdout.slice(from));
+    assert.ok(match, `the narration reaches ${step} (after what came before):\n${run.stdout}`);
+    from += match.index + match[0].length;
+  }
+
+  // The Secret's values are random PEM blocks: neither their armour nor its base64 may show.
+  for (const needle of ['-----BEGIN', 'LS0tLS1CRUdJTi']) assert.equal(output.includes(needle), false, `no Secret value (${needle}) in the output`);
+
+  const stateDir = /file:\/\/(\/\S+)\/argocd\/repos\/demo\.git/.exec(run.stdout)?.[1];
+  assert.ok(stateDir, 'the narration names the Git repository in the cluster\'s temp dir');
+  await assert.rejects(access(stateDir), { code: 'ENOENT' }, `${stateDir} was removed`);
+});
