@@ -17,10 +17,11 @@
  *   →   compared: Argo CD knows the new revision (status.sync.revision, or the
  *       auto-sync operation for it, whichever shows first);
  *   →   sync started: status.operationState Running for that revision;
- *   →   sync finished: the operation Succeeded. Argo CD applies in the first pass
- *       and finishes the operation on a later pass, which a managed resource's
- *       change schedules after a fixed batching window (appOperationRequeueDelay,
- *       5 s, controller/appcontroller.go): the same constant in both apps' figures;
+ *   →   sync finished: the operation Succeeded. Argo CD applies on the first pass
+ *       and marks the operation Succeeded on a later one, which comes when the
+ *       Application changes or at the latest 5 s after a managed resource changed
+ *       (appOperationRequeueDelay, controller/appcontroller.go): Argo CD's own wait,
+ *       in both apps' figures;
  *   →   Synced: status.sync Synced at that revision, the operation Succeeded;
  *   →   Healthy: as Argo CD judges it, i.e. the StatefulSet rolled out.
  *
