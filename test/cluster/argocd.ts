@@ -264,8 +264,9 @@ export async function startArgoCD(cluster: Cluster): Promise<ArgoCD> {
         '--logformat=text',
       ],
       env: {
-        // git from the system; git-verify-wrapper.sh, without which every request fails with "permission denied".
-        PATH: `${binaries.scriptsDir}:${process.env['PATH'] ?? '/usr/bin:/bin'}`,
+        // git from the system; git-verify-wrapper.sh, without which every request fails with "permission denied";
+        // kustomize and helm, as the stock image has them, for Applications using Argo CD's built-in sources.
+        PATH: `${binaries.scriptsDir}:${tools.binDir}:${process.env['PATH'] ?? '/usr/bin:/bin'}`,
         HOME: dir('home'),
         TMPDIR: dir('repo-server-tmp'),
         GIT_CONFIG_NOSYSTEM: '1',
