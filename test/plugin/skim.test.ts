@@ -144,10 +144,11 @@ describe('identity skim: what Go reads, or no answer', () => {
   it('a skimmed document is read no further, emitted as it is, and read in full when asked', () => {
     const text = `---\n${CRD}spec:\n  description: x\n    y\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata: {a: b}\n`;
     const [crd, configMap] = parseStream({ label: 'x', text });
-    assert.equal(crd?.identity?.kind, 'CustomResourceDefinition');
+    assert.ok(crd !== undefined);
+    assert.equal(crd.identity?.kind, 'CustomResourceDefinition');
     assert.equal(configMap?.identity, undefined); // a config is always read in full
-    assert.equal(crd?.text, text.slice(0, text.indexOf('---\napiVersion: v1')));
-    assert.deepEqual((crd?.value as { spec: unknown }).spec, { description: 'x y' });
+    assert.equal(crd.text, text.slice(0, text.indexOf('---\napiVersion: v1')));
+    assert.deepEqual((crd.value as { spec: unknown }).spec, { description: 'x y' });
     assert.ok(!readsBeyondIdentity('apiextensions.k8s.io', 'CustomResourceDefinition'));
     for (const [group, kind] of [['apps', 'Deployment'], ['', 'Secret'], ['', 'ConfigMap'], ['', 'List'], ['rbac.authorization.k8s.io', 'RoleList'], ['bitnami.com', 'SealedSecret'], ['argoproj.io', 'Rollout'], ['secrets-store.csi.x-k8s.io', 'SecretProviderClass']] as const) {
       assert.ok(readsBeyondIdentity(group, kind), `${group}/${kind}`);
