@@ -1,6 +1,6 @@
-import { Composer, Parser, isMap, isScalar, isSeq } from 'yaml';
 import type { Document, DocumentOptions, ParseOptions, Scalar, SchemaOptions } from 'yaml';
 import { InvalidInputError } from './errors.ts';
+import { loadYaml } from './lazy-yaml.ts';
 import type { InputLocation } from './errors.ts';
 import { readFastDocument } from './fast-yaml.ts';
 import { GO_SCALAR_TAGS, classifyGoPlain } from './go-scalars.ts';
@@ -281,6 +281,7 @@ function skimmedDocument(
 
 /** A view of a yaml node as a TreeNode, built lazily: only the stamped path is ever looked at. */
 function fromYaml(node: unknown): TreeNode {
+  const { isMap, isScalar, isSeq } = loadYaml();
   const range = (node as { range?: readonly number[] } | null)?.range;
   const r: readonly [number, number] = [range?.[0] ?? 0, range?.[1] ?? 0];
   if (isMap(node)) {
@@ -357,6 +358,7 @@ interface Problems {
 
 function composeSegment(stream: TextStream, text: string, firstIndex: number, limits: DocumentLimits, problems: Problems): SegmentEntry[] {
   const locate = (offset: number): string => problems.at(offset);
+  const { Composer, Parser } = loadYaml();
   const parser = new Parser();
   const composer = new Composer(PARSE_OPTIONS);
   const starts: number[] = [];
@@ -454,6 +456,7 @@ function composeSegment(stream: TextStream, text: string, firstIndex: number, li
 const SURROGATE_ESCAPE = /(?:^|[^\\])(?:\\\\)*\\u[dD][89a-fA-F]/;
 
 function checkGoCompatibility(ast: Document.Parsed, text: string, where: (offset?: number) => InputLocation, locate: (offset: number) => string): void {
+  const { isMap, isScalar, isSeq } = loadYaml();
   // A plain walk with an explicit stack: yaml's `visit` was a tenth of the time of a stamped render.
   const stack: [unknown, boolean][] = [[ast.contents, false]];
   while (stack.length > 0) {
