@@ -4,14 +4,19 @@
  * - cold start: spawning the CLI on a tiny app (every Argo CD render is a new process);
  * - throughput: a generated 5,000-document stream on stdin, end to end, in MB/s;
  * - Kustomize overhead: a generated 1,000-document Kustomize app, as a ratio of
- *   `driftless generate` to `kustomize build` alone.
+ *   `driftless generate` to `kustomize build` alone;
+ * - Helm charts (bench/charts.ts): a CRD-heavy chart (kube-prometheus-stack-like),
+ *   a mid-size app chart (argo-cd-like) and a tiny chart, each as the ratio of
+ *   `driftless generate` to `helm template` alone, the two run alternately so that
+ *   the machine's load hits both; for the tiny chart also the difference (the fixed overhead).
  *
  * Figures are medians of several runs, printed beside the targets of the spec.
  * Cold start is measured without and with Node's compile cache (bin/driftless.js
  * enables it; the first render in a fresh sidecar has none); the other two run as
  * the sidecar does after its first render.
  * Nothing is asserted: timings belong in a report, not in a test.
- * Options: `--runs N` (default 9), `--keep` keeps the generated apps.
+ * Options: `--runs N` (default 9), `--keep` keeps the generated apps, `--only a,b`
+ * runs some of `cold`, `stream`, `kustomize`, `charts`.
  */
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -20,10 +25,12 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ensureTools } from '../test/tools.ts';
+import { writeAppChart, writeCrdChart, writeTinyChart } from './charts.ts';
 
 const { values: options } = parseArgs({
-  options: { runs: { type: 'string', default: '9' }, keep: { type: 'boolean', default: false } },
+  options: { runs: { type: 'string', default: '9' }, keep: { type: 'boolean', default: false }, only: { type: 'string', default: 'cold,stream,kustomize,charts' } },
 });
+const ONLY = new Set(options.only.split(','));
 const RUNS = Math.max(1, Number(options.runs));
 const root = join(import.meta.dirname, '..');
 const cli = join(root, 'bin', 'driftless.js');
@@ -44,11 +51,11 @@ const GNU_TIME = existsSync('/usr/bin/time') ? '/usr/bin/time' : undefined;
 const CPU_MARK = '__driftless_bench_cpu__';
 
 /** Runs a command to completion, feeding `input` on stdin; fails loudly on a non-zero exit. */
-function timed(command: string, args: readonly string[], env: NodeJS.ProcessEnv, input?: Buffer): Promise<Timed> {
+function timed(command: string, args: readonly string[], env: NodeJS.ProcessEnv, input?: Buffer, cwd?: string): Promise<Timed> {
   const argv = GNU_TIME ? [GNU_TIME, '-f', `${CPU_MARK} %U %S`, command, ...args] : [command, ...args];
   return new Promise((resolve, reject) => {
     const started = performance.now();
-    const child = spawn(argv[0] as string, argv.slice(1), { env, stdio: [input ? 'pipe' : 'ignore', 'ignore', 'pipe'] });
+    const child = spawn(argv[0] as string, argv.slice(1), { env, cwd, stdio: [input ? 'pipe' : 'ignore', 'ignore', 'pipe'] });
     let stderr = '';
     child.stderr?.setEncoding('utf8').on('data', (chunk: string) => { stderr = (stderr + chunk).slice(-4000); });
     child.on('error', reject);
@@ -81,6 +88,31 @@ async function measure(runs: number, once: () => Promise<Timed>): Promise<Measur
   for (let i = 0; i < runs; i++) results.push(await once());
   const cpu = results.map((r) => r.cpuMs).filter((c) => c !== undefined);
   return { ms: median(results.map((r) => r.ms)), cpuMs: cpu.length === results.length ? median(cpu) : undefined };
+}
+
+/**
+ * Two commands measured alternately (a, b, b, a, ...), so that a change in the
+ * machine's load during the runs hits both sides of a ratio alike.
+ */
+async function measurePair(runs: number, a: () => Promise<Timed>, b: () => Promise<Timed>): Promise<[Measured, Measured]> {
+  await a();
+  await b();
+  const as: Timed[] = [];
+  const bs: Timed[] = [];
+  for (let i = 0; i < runs; i++) {
+    if (i % 2 === 0) {
+      as.push(await a());
+      bs.push(await b());
+    } else {
+      bs.push(await b());
+      as.push(await a());
+    }
+  }
+  const summary = (results: readonly Timed[]): Measured => {
+    const cpu = results.map((r) => r.cpuMs).filter((c) => c !== undefined);
+    return { ms: median(results.map((r) => r.ms)), cpuMs: cpu.length === results.length ? median(cpu) : undefined };
+  };
+  return [summary(as), summary(bs)];
 }
 
 /** One app's worth of objects: settings, credentials, a Deployment using both, a Service, a PDB. */
@@ -207,13 +239,24 @@ async function writeKustomizeApp(dir: string, documents: number): Promise<void> 
   await writeFile(join(dir, 'kustomization.yaml'), `apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nnamespace: shop\nresources:\n${files.map((f) => `  - ${f}`).join('\n')}\n`);
 }
 
+/** The size of a chart's render, for the MB figure beside its ratio. */
+function renderedBytes(helm: string, args: readonly string[], env: NodeJS.ProcessEnv, cwd: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(helm, args, { env, cwd, stdio: ['ignore', 'pipe', 'ignore'] });
+    let bytes = 0;
+    child.stdout.on('data', (chunk: Buffer) => { bytes += chunk.length; });
+    child.on('error', reject);
+    child.on('close', (code) => (code === 0 ? resolve(bytes) : reject(new Error(`helm ${args.join(' ')} exited ${code}`))));
+  });
+}
+
 function header(): string {
-  return `  ${'measure'.padEnd(44)} ${'wall'.padStart(9)} ${'CPU'.padStart(9)}   target`;
+  return `  ${'measure'.padEnd(52)} ${'wall'.padStart(9)} ${'CPU'.padStart(9)}   target`;
 }
 
 function row(label: string, wall: number, cpu: number | undefined, meets: (v: number) => boolean, target: string, digits: number): string {
   const verdict = (v: number | undefined): string => (v === undefined ? '' : meets(v) ? 'met' : 'MISSED');
-  return `  ${label.padEnd(44)} ${wall.toFixed(digits).padStart(9)} ${(cpu?.toFixed(digits) ?? '-').padStart(9)}   ${target.padEnd(8)} wall ${verdict(wall)}, CPU ${verdict(cpu)}`;
+  return `  ${label.padEnd(52)} ${wall.toFixed(digits).padStart(9)} ${(cpu?.toFixed(digits) ?? '-').padStart(9)}   ${target.padEnd(8)} wall ${verdict(wall)}, CPU ${verdict(cpu)}`;
 }
 
 const tools = await ensureTools();
@@ -234,44 +277,87 @@ try {
       `load average ${loadavg().map((l) => l.toFixed(1)).join(' ')})\n`,
   );
 
-  // 1. Cold start on a tiny app.
-  const tiny = join(root, 'examples', 'directory');
-  const nodeBaseline = await measure(RUNS, () => timed(node, ['-e', ''], env));
-  // bin/driftless.js enables Node's compile cache; the first render of a fresh sidecar runs without it.
-  const cold = await measure(RUNS, () => timed(node, [cli, 'generate', '--path', tiny], { ...env, NODE_DISABLE_COMPILE_CACHE: '1' }));
-  // The sidecar keeps the cache on its /tmp (NODE_COMPILE_CACHE, manifests/plugin): every later render.
-  const sidecarEnv = { ...env, NODE_COMPILE_CACHE: join(work, 'node-compile-cache') };
-  const coldCached = await measure(RUNS, () => timed(node, [cli, 'generate', '--path', tiny], sidecarEnv));
-
-  // 2. Throughput on a 5,000-document stream through stdin.
-  const input = stream(5000);
-  const streamed = await measure(RUNS, () => timed(node, [cli, 'generate', '-'], sidecarEnv, input));
-  const mbPerS = (ms: number): number => input.length / 1e6 / (ms / 1000);
-
-  // 3. A 1,000-document Kustomize app, against kustomize build alone.
-  const app = join(work, 'kustomize-app');
-  await writeKustomizeApp(app, 1000);
-  const kustomize = await measure(RUNS, () => timed(tools.kustomize, ['build', app], env));
-  const generate = await measure(RUNS, () => timed(node, [cli, 'generate', '--source-type', 'kustomize', '--path', app], sidecarEnv));
   const ratio = (a: number | undefined, b: number | undefined): number | undefined => (a === undefined || b === undefined ? undefined : a / b);
-
   const ms = (m: Measured): string => `${m.ms.toFixed(0)} ms wall${m.cpuMs === undefined ? '' : `, ${m.cpuMs.toFixed(0)} ms CPU`}`;
-  process.stdout.write(
-    [
-      '',
-      header(),
+  const lines: string[] = ['', header()];
+  const sidecarEnv = { ...env, NODE_COMPILE_CACHE: join(work, 'node-compile-cache') };
+
+  if (ONLY.has('cold')) {
+    // 1. Cold start on a tiny app.
+    const tiny = join(root, 'examples', 'directory');
+    const nodeBaseline = await measure(RUNS, () => timed(node, ['-e', ''], env));
+    // bin/driftless.js enables Node's compile cache; the first render of a fresh sidecar runs without it.
+    const cold = await measure(RUNS, () => timed(node, [cli, 'generate', '--path', tiny], { ...env, NODE_DISABLE_COMPILE_CACHE: '1' }));
+    // The sidecar keeps the cache on its /tmp (NODE_COMPILE_CACHE, manifests/plugin): every later render.
+    const coldCached = await measure(RUNS, () => timed(node, [cli, 'generate', '--path', tiny], sidecarEnv));
+    lines.push(
       row('cold start, tiny app, no compile cache (ms)', cold.ms, cold.cpuMs, (v) => v < 150, '< 150', 0),
       row('  with the warm compile cache (later renders)', coldCached.ms, coldCached.cpuMs, (v) => v < 150, '< 150', 0),
       `    node -e '' alone: ${ms(nodeBaseline)}`,
+    );
+  }
+
+  if (ONLY.has('stream')) {
+    // 2. Throughput on a 5,000-document stream through stdin.
+    const input = stream(5000);
+    const streamed = await measure(RUNS, () => timed(node, [cli, 'generate', '-'], sidecarEnv, input));
+    const mbPerS = (t: number): number => input.length / 1e6 / (t / 1000);
+    lines.push(
       row('throughput, 5,000 docs on stdin (MB/s)', mbPerS(streamed.ms), streamed.cpuMs === undefined ? undefined : mbPerS(streamed.cpuMs), (v) => v >= 20, '>= 20', 1),
       `    ${(input.length / 1e6).toFixed(2)} MB: ${ms(streamed)} (process start included)`,
+    );
+  }
+
+  if (ONLY.has('kustomize')) {
+    // 3. A 1,000-document Kustomize app, against kustomize build alone.
+    const app = join(work, 'kustomize-app');
+    await writeKustomizeApp(app, 1000);
+    const [kustomize, generate] = await measurePair(
+      RUNS,
+      () => timed(tools.kustomize, ['build', app], env),
+      () => timed(node, [cli, 'generate', '--source-type', 'kustomize', '--path', app], sidecarEnv),
+    );
+    lines.push(
       row('1,000-doc Kustomize app / kustomize build', ratio(generate.ms, kustomize.ms) as number, ratio(generate.cpuMs, kustomize.cpuMs), (v) => v <= 1.1, '<= 1.10', 3),
       `    generate ${ms(generate)}; kustomize build ${ms(kustomize)}`,
-      '',
-      'Wall time is what Argo CD waits for; the CPU figure is what the command costs (time waiting for a core excluded).',
-      '',
-    ].join('\n'),
+    );
+  }
+
+  if (ONLY.has('charts')) {
+    // 4. Helm charts, each against helm template alone with the flags the plugin passes.
+    const charts: readonly [string, string, (dir: string) => Promise<void>][] = [
+      ['CRD-heavy chart (kube-prometheus-like)', 'crd-chart', writeCrdChart],
+      ['mid-size app chart (argo-cd-like)', 'app-chart', writeAppChart],
+      ['tiny chart', 'tiny-chart', writeTinyChart],
+    ];
+    for (const [label, name, write] of charts) {
+      const dir = join(work, name);
+      await write(dir);
+      const helmArgs = ['template', 'bench', '.', '--include-crds', '--namespace=shop'];
+      const helmTemplate = (): Promise<Timed> => timed(tools.helm, helmArgs, env, undefined, dir);
+      const [helm, generate] = await measurePair(
+        RUNS,
+        helmTemplate,
+        () => timed(node, [cli, 'generate', '--source-type', 'helm', '--path', dir, '--namespace', 'shop'], sidecarEnv),
+      );
+      const bytes = (await renderedBytes(tools.helm, helmArgs, env, dir)) / 1e6;
+      lines.push(
+        row(`${label} / helm template`, ratio(generate.ms, helm.ms) as number, ratio(generate.cpuMs, helm.cpuMs), (v) => v <= 1.5, '<= 1.50', 3),
+        `    ${bytes.toFixed(2)} MB rendered: generate ${ms(generate)}; helm template ${ms(helm)}`,
+      );
+      if (name === 'tiny-chart') {
+        const overheadCpu = generate.cpuMs === undefined || helm.cpuMs === undefined ? undefined : generate.cpuMs - helm.cpuMs;
+        lines.push(row('  fixed overhead, generate - helm template (ms)', generate.ms - helm.ms, overheadCpu, (v) => v <= 60, '<= 60', 0));
+      }
+    }
+  }
+
+  lines.push(
+    '',
+    `Wall time is what Argo CD waits for; the CPU figure is what the command costs (time waiting for a core excluded). Load average at the end: ${loadavg().map((l) => l.toFixed(1)).join(' ')}.`,
+    '',
   );
+  process.stdout.write(lines.join('\n'));
 } finally {
   if (options.keep) process.stdout.write(`kept ${work}\n`);
   else await rm(work, { recursive: true, force: true });

@@ -50,5 +50,5 @@ export {
   sourceTemplateAnnotations,
 } from './providers.ts';
 export type { SecretSourceKind } from './providers.ts';
-export { planWorkloads } from './plan.ts';
+export { planWorkloads, readsBeyondIdentity } from './plan.ts';
 export type { ConfigReport, PlanOptions, WorkloadPlan } from './plan.ts';

@@ -2,9 +2,23 @@ import { configMapEntry, hashEntries, secretEntry, sortEntries, sourceEntry } fr
 import { getPath } from './manifest.ts';
 import type { ConfigKind, HashEntry, HashKey, Manifest, PolicyDecision, PolicyMode, Reference } from './model.ts';
 import { CONFIG_KINDS, decide, namedMatch, readAnnotations, readWorkloadPolicy } from './policy.ts';
-import { isConfigMap, isSecret, isSecretProviderClass, providedSecretName, secretSourceKind, sourceTemplateAnnotations } from './providers.ts';
+import { SECRET_PROVIDER_CLASS_GROUP, SECRET_SOURCE_KINDS, isConfigMap, isSecret, isSecretProviderClass, providedSecretName, secretSourceKind, sourceTemplateAnnotations } from './providers.ts';
 import { findReferences } from './references.ts';
-import { isRollout, podTemplatePath, rolloutWorkloadRef } from './workloads.ts';
+import { WORKLOAD_KINDS, isRollout, podTemplatePath, rolloutWorkloadRef } from './workloads.ts';
+
+/**
+ * Whether planWorkloads (or expandLists before it) reads anything of an object
+ * of this API group and kind beyond its identity (apiVersion, kind and
+ * metadata's name, generateName and namespace): workloads, configs, Secret
+ * sources, and lists, whose items are objects of their own. A reader may leave
+ * the rest of every other object (a CustomResourceDefinition, a Role) unread.
+ */
+export function readsBeyondIdentity(group: string, kind: string): boolean {
+  if (kind.endsWith('List')) return true;
+  if (group === '' && (kind === 'ConfigMap' || kind === 'Secret')) return true;
+  if (group === SECRET_PROVIDER_CLASS_GROUP && kind === 'SecretProviderClass') return true;
+  return WORKLOAD_KINDS.some((k) => k.group === group && k.kind === kind) || SECRET_SOURCE_KINDS.some((k) => k.group === group && k.kind === kind);
+}
 
 /** What a workload uses of one config object, and whether it feeds the hash. */
 export interface ConfigReport {

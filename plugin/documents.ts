@@ -1,12 +1,15 @@
-import { Composer, Parser, isMap, isScalar, isSeq } from 'yaml';
 import type { Document, DocumentOptions, ParseOptions, Scalar, SchemaOptions } from 'yaml';
 import { InvalidInputError } from './errors.ts';
+import { loadYaml } from './lazy-yaml.ts';
 import type { InputLocation } from './errors.ts';
 import { readFastDocument } from './fast-yaml.ts';
 import { GO_SCALAR_TAGS, classifyGoPlain } from './go-scalars.ts';
 import type { FastNode, FastPair } from './fast-yaml.ts';
 import { Locator, helmTemplateOf } from './locate.ts';
 import { splitDocuments } from './split.ts';
+import { skimIdentity } from './skim.ts';
+import type { Identity } from './skim.ts';
+import { apiGroup, readsBeyondIdentity } from '../core/index.ts';
 
 /**
  * The YAML layer of the plugin: split each rendered stream into documents,
@@ -46,6 +49,12 @@ export interface ParsedDocument {
   readonly explicitStart: boolean;
   /** The parsed value (YAML 1.1 core schema, plain objects and arrays). */
   readonly value: unknown;
+  /**
+   * Only for a document read no further than its identity (its kind needs no
+   * more, `readsBeyondIdentity`): `{ apiVersion, kind, metadata }` as Go reads
+   * them. `value` is then read on first use.
+   */
+  readonly identity?: Identity;
   /** The document's root node with source ranges; ranges minus `rangeBase` index into `text`. */
   readonly root: TreeNode;
   /** Where `text` begins in the source the node ranges refer to. */
@@ -187,6 +196,11 @@ export function parseStreamFast(stream: TextStream, limits: DocumentLimits = DEF
   for (const [index, [start, bodyStart, end, explicit, marker]] of regions.entries()) {
     if (explicit && !/^(?:[ ]*| +#.*)\n?$/.test(text.slice(marker + 3, bodyStart))) return undefined; // content on the `---` line
     if (end - start > limits.maxDocumentBytes) throw oversize(stream.label, index, end - start, limits);
+    const identity = skimIdentity(text, bodyStart, end);
+    if (identity !== undefined && !readsBeyondIdentity(apiGroup(identity.apiVersion), identity.kind)) {
+      documents.push(skimmedDocument(stream, index, [start, bodyStart, end, explicit], identity, limits));
+      continue;
+    }
     const read = readFastDocument(text, bodyStart, end, maxDepth);
     if (read === undefined) {
       // Only this document is unusual: yaml reads it alone (errors still name stream lines).
@@ -222,8 +236,52 @@ export function parseStreamFast(stream: TextStream, limits: DocumentLimits = DEF
 
 const DEFAULT_MAX_DEPTH = 200;
 
+/**
+ * A document whose kind needs nothing but its identity (skim.ts): emitted as
+ * it is, its value read only if something asks for it (a test, a message),
+ * by the reader that would have read it.
+ */
+function skimmedDocument(
+  stream: TextStream,
+  index: number,
+  [start, bodyStart, end, explicit]: readonly [number, number, number, boolean],
+  identity: Identity,
+  limits: DocumentLimits,
+): ParsedDocument {
+  const text = stream.text;
+  const documentText = text.slice(start, end);
+  const template = helmTemplateOf(documentText);
+  let full: ParsedDocument | undefined;
+  const read = (): ParsedDocument => {
+    if (full !== undefined) return full;
+    const fast = readFastDocument(text, bodyStart, end, limits.maxDepth ?? DEFAULT_MAX_DEPTH);
+    const root = fast?.root;
+    full = fast !== undefined && root !== undefined
+      ? { file: stream.label, index, text: documentText, explicitStart: explicit, value: fast.value, root, rangeBase: start }
+      : parseSegment(stream, documentText, start, index, limits)[0]?.document;
+    if (full === undefined) throw new Error('internal: a document with a kind has no value');
+    return full;
+  };
+  return {
+    file: stream.label,
+    index,
+    text: documentText,
+    explicitStart: explicit,
+    identity,
+    get value(): unknown {
+      return read().value;
+    },
+    get root(): TreeNode {
+      return read().root;
+    },
+    rangeBase: start,
+    ...(template === undefined ? {} : { template }),
+  };
+}
+
 /** A view of a yaml node as a TreeNode, built lazily: only the stamped path is ever looked at. */
 function fromYaml(node: unknown): TreeNode {
+  const { isMap, isScalar, isSeq } = loadYaml();
   const range = (node as { range?: readonly number[] } | null)?.range;
   const r: readonly [number, number] = [range?.[0] ?? 0, range?.[1] ?? 0];
   if (isMap(node)) {
@@ -300,6 +358,7 @@ interface Problems {
 
 function composeSegment(stream: TextStream, text: string, firstIndex: number, limits: DocumentLimits, problems: Problems): SegmentEntry[] {
   const locate = (offset: number): string => problems.at(offset);
+  const { Composer, Parser } = loadYaml();
   const parser = new Parser();
   const composer = new Composer(PARSE_OPTIONS);
   const starts: number[] = [];
@@ -397,6 +456,7 @@ function composeSegment(stream: TextStream, text: string, firstIndex: number, li
 const SURROGATE_ESCAPE = /(?:^|[^\\])(?:\\\\)*\\u[dD][89a-fA-F]/;
 
 function checkGoCompatibility(ast: Document.Parsed, text: string, where: (offset?: number) => InputLocation, locate: (offset: number) => string): void {
+  const { isMap, isScalar, isSeq } = loadYaml();
   // A plain walk with an explicit stack: yaml's `visit` was a tenth of the time of a stamped render.
   const stack: [unknown, boolean][] = [[ast.contents, false]];
   while (stack.length > 0) {

@@ -2,10 +2,12 @@ import { UNREPRESENTABLE, resolveGoPlain } from './go-scalars.ts';
 
 /**
  * A fast reader for the YAML that renderers actually print (kustomize, helm,
- * kubectl): block mappings and sequences, single-line plain and quoted
- * scalars, literal block scalars, empty `{}`/`[]`, comments. It gives up
- * (returns undefined) on anything else — anchors, tags, flow collections
- * with content, multi-line scalars, tabs, odd indentation, non-string keys —
+ * kubectl): block mappings and sequences, plain and single-quoted scalars
+ * (also folded over several lines, as controller-gen writes CRD descriptions),
+ * single-line double-quoted scalars, literal block scalars, one-line flow
+ * collections, comments. It gives up (returns undefined) on anything else —
+ * anchors, tags, multi-line double-quoted and folded block scalars, tabs, odd
+ * indentation, non-string keys —
  * and the caller then uses the `yaml` package, which handles all of YAML.
  *
  * Why: `yaml` builds a full concrete and abstract syntax tree and runs at a
@@ -250,7 +252,7 @@ class Reader {
       node = { type: 'scalar', range: [start, end], value };
       after = end;
     } else if (c === 39 /* ' */) {
-      const [value, end] = this.#singleQuoted(start, line.end);
+      const [value, end] = this.#singleQuotedLines(indent, start, line);
       node = { type: 'scalar', range: [start, end], value };
       after = end;
     } else if (c === 123 /* { */ || c === 91 /* [ */) {
@@ -258,10 +260,13 @@ class Reader {
       after = node.range[1];
     } else {
       const { source, end } = this.#plain(start, line.end);
-      node = { type: 'scalar', range: [start, end], value: resolvePlain(source) };
-      after = end;
+      // Without a comment after it, the scalar may go on over deeper lines (CRD descriptions do, by thousands).
+      const folded = end === this.#trimmedEnd(start, line.end) ? this.#plainLines(indent, source) : undefined;
+      node = { type: 'scalar', range: [start, folded?.end ?? end], value: resolvePlain(folded?.value ?? source) };
+      after = folded?.end ?? end;
     }
-    this.#restOfLine(after, line.end);
+    // The scalar may have ended on a later line than it began.
+    this.#restOfLine(after, (this.#lines[this.#i] as Line).end);
     this.#i++;
     // A deeper line after a scalar would continue it (multi-line plain) or be an error: leave both to yaml.
     const next = this.#peek();
@@ -433,6 +438,98 @@ class Reader {
     const next = this.#peek();
     if (next !== undefined && next.indent > indent) throw new GiveUp();
     return { type: 'scalar', range: [start, end + 1], value };
+  }
+
+  /** Where the line's text ends once trailing spaces are cut. */
+  #trimmedEnd(start: number, lineEnd: number): number {
+    let end = lineEnd;
+    while (end > start && this.#text.charCodeAt(end - 1) === 32) end--;
+    return end;
+  }
+
+  /**
+   * The lines after the current one that continue a plain scalar (deeper than
+   * `indent`), folded as Go folds them: one line break becomes a space, n+1
+   * become n line feeds; each line's outer spaces are cut. Returns undefined
+   * when the scalar ends on its first line (then `#i` is unchanged), and gives up
+   * on a continuation line that Go could read otherwise (an indicator first, a
+   * `: ` or ` #` inside, a comment line among the lines, and so on).
+   */
+  #plainLines(indent: number, first: string): { value: string; end: number } | undefined {
+    const text = this.#text;
+    const lines = this.#lines;
+    let value = first;
+    let end = -1;
+    let breaks = 0;
+    let last = this.#i;
+    for (let i = this.#i + 1; i < lines.length; i++) {
+      const l = lines[i] as Line;
+      if (l.indent === -1) {
+        let col = l.start;
+        while (col < l.end && text.charCodeAt(col) === 32) col++;
+        if (col !== l.end) break; // a comment line ends the scalar (deeper lines after it: yaml's path)
+        breaks++;
+        continue;
+      }
+      if (l.indent <= indent) break;
+      const from = l.start + l.indent;
+      const to = this.#trimmedEnd(from, l.end);
+      const content = text.slice(from, to);
+      if (forbiddenPlainStart(content) || content.includes(': ') || content.includes(' #') || content.endsWith(':')) throw new GiveUp();
+      value += breaks === 0 ? ` ${content}` : '\n'.repeat(breaks);
+      if (breaks !== 0) value += content;
+      breaks = 0;
+      end = to;
+      last = i;
+    }
+    if (end === -1) return undefined;
+    this.#i = last;
+    return { value, end };
+  }
+
+  /**
+   * A single-quoted scalar from `start`, on one line or folded over deeper lines
+   * as Go folds them (like `#plainLines`; `''` is a quote). Leaves `#i` on the
+   * line where it closes and returns its value and the offset after the quote.
+   */
+  #singleQuotedLines(indent: number, start: number, line: Line): [string, number] {
+    const text = this.#text;
+    const lines = this.#lines;
+    let out = '';
+    let i = start + 1;
+    let lineIndex = this.#i;
+    let lineEnd = line.end;
+    for (;;) {
+      let run = i;
+      for (; i < lineEnd; i++) {
+        if (text.charCodeAt(i) !== 39) continue;
+        if (text.charCodeAt(i + 1) === 39) {
+          out += text.slice(run, i + 1);
+          i++;
+          run = i + 1;
+          continue;
+        }
+        out += text.slice(run, i);
+        this.#i = lineIndex;
+        return [out, i + 1];
+      }
+      out += text.slice(run, this.#trimmedEnd(run, lineEnd));
+      let breaks = 0;
+      let next: Line | undefined;
+      let col = 0;
+      while (next === undefined) {
+        const l = lines[++lineIndex];
+        if (l === undefined) throw new GiveUp();
+        col = l.start;
+        while (col < l.end && text.charCodeAt(col) === 32) col++;
+        if (col === l.end) breaks++;
+        else if (col - l.start <= indent) throw new GiveUp(); // not deeper than its key: leave the edge to yaml
+        else next = l;
+      }
+      out += breaks === 0 ? ' ' : '\n'.repeat(breaks);
+      i = col;
+      lineEnd = next.end;
+    }
   }
 
   #doubleQuoted(start: number, lineEnd: number): [string, number] {

@@ -1,4 +1,4 @@
-import { isMap, isScalar, parseDocument } from 'yaml';
+import { loadYaml } from './lazy-yaml.ts';
 import { describeObject } from '../core/index.ts';
 import type { InputLocation } from './errors.ts';
 import { splitDocuments } from './split.ts';
@@ -142,7 +142,7 @@ const SAFE_NAME = /^[A-Za-z0-9][A-Za-z0-9._:@-]{0,252}$/;
  */
 function objectOf(text: string): string | undefined {
   try {
-    const document = parseDocument(text, { version: '1.1', uniqueKeys: false, prettyErrors: false, strict: false });
+    const document = loadYaml().parseDocument(text, { version: '1.1', uniqueKeys: false, prettyErrors: false, strict: false });
     const kind = stringAt(document.contents, 'kind', SAFE_KIND);
     if (kind === undefined) return undefined;
     const metadata = lastValue(document.contents, 'metadata');
@@ -153,11 +153,12 @@ function objectOf(text: string): string | undefined {
 }
 
 function lastValue(node: unknown, key: string): unknown {
+  const { isMap, isScalar } = loadYaml();
   if (!isMap(node)) return undefined;
   return node.items.findLast((pair) => isScalar(pair.key) && pair.key.value === key)?.value;
 }
 
 function stringAt(node: unknown, key: string, shape: RegExp): string | undefined {
   const value = lastValue(node, key);
-  return isScalar(value) && typeof value.value === 'string' && shape.test(value.value) ? value.value : undefined;
+  return loadYaml().isScalar(value) && typeof value.value === 'string' && shape.test(value.value) ? value.value : undefined;
 }

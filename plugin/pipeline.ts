@@ -56,7 +56,8 @@ export async function analyse(
   const objects: LocatedObject[] = [];
   for (const document of documents) {
     const origin = { file: document.file, document: document.index, ...(document.template === undefined ? {} : { template: document.template }) };
-    for (const { object, path } of listEntries(document.value, [])) {
+    // A document read only as far as its identity is planned from that identity (its kind needs no more).
+    for (const { object, path } of listEntries(document.identity ?? document.value, [])) {
       const manifest = toManifest(object, { defaultNamespace: config.destinationNamespace, origin });
       objects.push({ manifest, document, path });
     }

@@ -6,11 +6,11 @@
  */
 import { realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { isMap, isScalar, parseDocument, visit } from 'yaml';
 import { isInside } from '../config.ts';
 import type { PluginConfig } from '../config.ts';
 import { RenderError, UsageError } from '../errors.ts';
 import { envsubst } from './envsubst.ts';
+import { loadYaml } from '../lazy-yaml.ts';
 import { runProcess } from './process.ts';
 import type { RenderedStream } from './types.ts';
 
@@ -66,6 +66,7 @@ export function helmTemplateArgs(config: PluginConfig, valuesFiles: readonly str
 function inlineValues(config: PluginConfig): string {
   const { valuesObject, values } = config.helm;
   if (valuesObject === '') return values;
+  const { isMap, parseDocument } = loadYaml();
   const document = parseDocument(valuesObject, { prettyErrors: false });
   if (document.errors.length > 0 || !isMap(document.contents)) {
     const from = config.provenance['values-object'] ?? 'default';
@@ -189,6 +190,7 @@ function unescapeCommas(text: string): string {
  */
 function inlineValueLeaves(text: string): string[] {
   const leaves: string[] = [];
+  const { isScalar, parseDocument, visit } = loadYaml();
   visit(parseDocument(text, { prettyErrors: false }), {
     Scalar(key, node) {
       if (key === 'key' || !isScalar(node)) return;

@@ -133,6 +133,25 @@ describe('fast YAML reader: same answers as yaml', () => {
     assert.deepEqual(readFastDocument(repeated, 0, repeated.length, 200)?.value, { a: 2, b: ['x'] });
   });
 
+  it('multi-line plain and single-quoted scalars (CRD descriptions) are read, folded as yaml folds them', () => {
+    const folded = [
+      'a: word one\n  two\n  three\n', 'a: one\n\n  two\n', 'a: one\n\n\n  two\n\n', 'a: one   \n    two  \n  three\nb: x\n', 'l:\n- one\n  two\n- three\n',
+      'l:\n  - k: one\n      two\n    j: x\n', 'a:\n  b: one\n   two\n  c: d\n', 'a: one\n  # comment\nb: two\n', 'a: 1\n  2\n', 'a: x\n \n  y\n',
+      "a: 'one\n  two'\n", "a: 'one ''q''\n\n  two'   # c\nb: 1\n", "a: 'one\n  # not a comment\n  two'\n", "a: 'x\n\n\n  y\n  '\n", "a: 'x   \n   y'\n",
+      "l:\n- 'x\n  y'\n- b\n", "l:\n  - k: 'x: y\n      z'\n    j: x\n", "a: 'x\n  ''\n  y'\n",
+      'spec:\n  template:\n    metadata:\n      annotations:\n        note: a long\n          note\n    spec: {}\n',
+    ];
+    for (const text of folded) {
+      assert.notEqual(readFastDocument(text, 0, text.length, 200), undefined, `left to yaml: ${JSON.stringify(text)}`);
+      assert.ok(same(text, JSON.stringify(text)));
+    }
+    // Where Go could read a continuation line otherwise, the fast reader leaves the document to yaml.
+    for (const text of ['a: one\n  - two\n', 'a: one\n  two: three\n', 'a: one\n  two #c\n', 'a: one\n  # comment\n  two\n', "a: 'one\ntwo'\n", 'a: x\n  [y]\n']) {
+      assert.equal(readFastDocument(text, 0, text.length, 200), undefined, JSON.stringify(text));
+      same(text, JSON.stringify(text));
+    }
+  });
+
   it('fixtures and every golden output (real kustomize and helm renders)', () => {
     let answered = 0;
     const corpus = [...files(FIXTURES), ...files(GOLDEN)];
