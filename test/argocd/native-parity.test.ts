@@ -53,7 +53,7 @@ function withoutHash(object: KubeObject): KubeObject {
 
 const identity = (object: KubeObject): string => `${object.kind}/${object.metadata?.namespace ?? ''}/${object.metadata?.name ?? ''}`;
 
-/** The manifests of an Application, once the API server knows it, sorted by kind, namespace and name. */
+/** The manifests of an Application in the repo server's order, once the API server knows the Application. */
 async function manifestsOf(argocd: ArgoCD, name: string, revision: string): Promise<KubeObject[]> {
   // Only "not found" (the API server's informer has not seen the new Application yet) is worth a retry.
   let failure: Error | undefined;
@@ -71,13 +71,13 @@ async function manifestsOf(argocd: ArgoCD, name: string, revision: string): Prom
       },
     },
   );
-  return manifests.sort((a, b) => identity(a).localeCompare(identity(b)));
+  return manifests;
 }
 
 /**
  * Creates the native Application `name` and its migrated twin `name-plugin`, and asserts both render the same.
  * The plugin twin's name is replaced by the native one in its render, so a default release name or an
- * `${ARGOCD_APP_NAME}` compares equal; everything else must match byte for byte.
+ * `${ARGOCD_APP_NAME}` compares equal; everything else, order included, must be the same.
  * @returns the native render, for assertions that the options took effect.
  */
 async function assertSameRender(argocd: ArgoCD, repo: GitRepo, revision: string, name: string, namespace: string, source: Record<string, unknown>): Promise<KubeObject[]> {
@@ -95,8 +95,7 @@ async function assertSameRender(argocd: ArgoCD, repo: GitRepo, revision: string,
   await argocd.createApplication(pluginName, migrated['spec'] as Record<string, unknown>);
   const nativeRender = await manifestsOf(argocd, name, revision);
   const pluginRender = (await manifestsOf(argocd, pluginName, revision))
-    .map((object) => JSON.parse(JSON.stringify(object).replaceAll(pluginName, name)) as KubeObject)
-    .sort((a, b) => identity(a).localeCompare(identity(b)));
+    .map((object) => JSON.parse(JSON.stringify(object).replaceAll(pluginName, name)) as KubeObject);
   assert.ok(nativeRender.length > 0, `${name} renders objects`);
   assert.ok(workloadsOf(pluginRender).every((workload) => podTemplateOf(workload)?.metadata?.annotations?.[HASH_ANNOTATION] !== undefined), 'the plugin stamped every workload');
   assert.deepEqual(pluginRender.map(withoutHash), nativeRender.map(withoutHash), `${name}: the plugin renders what the native source renders`);
