@@ -7,6 +7,7 @@ import path from 'node:path';
 import type { PolicyMode } from '../core/model.ts';
 import { UsageError } from './errors.ts';
 import { parseGoDuration } from './go-duration.ts';
+import { envsubst } from './source/envsubst.ts';
 import { PARAMETERS, SOURCE_TYPES, envName, findParameter } from './parameters.ts';
 import type { ParameterSpec } from './parameters.ts';
 
@@ -243,7 +244,10 @@ function buildConfig(cli: Cli, env: Env, cwd: string): PluginConfig {
   // there, so a local `--namespace prod` must match workloads to configs as Argo CD with destination prod
   // does. Inside Argo CD the destination wins: a `namespace` parameter only changes what helm is told.
   const destinationNamespace = argocdNamespace !== '' ? argocdNamespace : namespace;
-  const valuesFiles = read('values-files', asList, []);
+  // Argo CD's helmTemplate expands its build environment (Env.Envsubst) in values-file paths and in the value
+  // of every --set/--set-string, and in nothing else of the Helm source (not values, release name or namespace).
+  const substitute = (text: string): string => envsubst(text, env as Readonly<Record<string, string>>);
+  const valuesFiles = read('values-files', asList, []).map(substitute);
   const kubeVersion = read('kube-version', asString, '');
   const apiVersions = read('api-versions', asList, []);
   const helm: HelmOptions = {
@@ -251,8 +255,8 @@ function buildConfig(cli: Cli, env: Env, cwd: string): PluginConfig {
     namespace,
     valuesFiles,
     values: read('values', asString, ''),
-    set: read('set', asSetExpressions, []),
-    setString: read('set-string', asSetExpressions, []),
+    set: read('set', setExpressionsReader(substitute), []),
+    setString: read('set-string', setExpressionsReader(substitute), []),
     kubeVersion,
     apiVersions,
     valuesObject: read('values-object', asString, ''),
@@ -542,24 +546,32 @@ function asList(found: Found, spec: ParameterSpec): string[] {
  * Helm `--set` expressions. A map gives literal values, so commas (helm's
  * separator) are escaped unless the value is a `{a,b}` list; array items and
  * strings are Helm expressions already and pass through unchanged.
+ * `substitute` is applied to the value side only, before escaping, which is
+ * Argo CD's order (helmTemplate's Envsubst, then cmd.go's cleanSetParameters).
  */
-function asSetExpressions(found: Found, spec: ParameterSpec): string[] {
-  const expressions =
-    found.raw.kind === 'map'
-      ? Object.keys(found.raw.value)
-          .sort()
-          .map((key) => `${key}=${escapeSetValue((found.raw.value as Record<string, string>)[key] as string)}`)
-      : found.raw.kind === 'array'
-        ? [...found.raw.value]
-        : [found.raw.value];
-  for (const expression of expressions) {
-    const equals = expression.indexOf('=');
-    if (equals <= 0) {
-      throw new UsageError(`invalid item in parameter ${spec.name} (from ${found.from}): expected key=value, got ${JSON.stringify(expression.slice(0, 80))}`);
-    }
-  }
-  return expressions;
+function setExpressionsReader(substitute: (text: string) => string) {
+  return (found: Found, spec: ParameterSpec): string[] => {
+    const raw = found.raw;
+    const expressions =
+      raw.kind === 'map'
+        ? Object.keys(raw.value)
+            .sort()
+            .map((key) => `${key}=${escapeSetValue(substitute(raw.value[key] as string))}`)
+        : raw.kind === 'array'
+          ? [...raw.value]
+          : [raw.value];
+    return expressions.map((expression) => {
+      const equals = expression.indexOf('=');
+      if (equals <= 0) {
+        throw new UsageError(`invalid item in parameter ${spec.name} (from ${found.from}): expected key=value, got ${JSON.stringify(expression.slice(0, 80))}`);
+      }
+      return raw.kind === 'map' ? expression : `${expression.slice(0, equals + 1)}${substitute(expression.slice(equals + 1))}`;
+    });
+  };
 }
+
+/** The identity: file-parameter paths are substituted where they are resolved (source/helm.ts). */
+const asSetExpressions = setExpressionsReader((text) => text);
 
 /** Helm `--set-file` pairs: a map of key → path (a literal path), or `key=path` items (Helm syntax, `\\,` for a comma). */
 function asFileParameters(found: Found, spec: ParameterSpec): FileParameter[] {

@@ -126,7 +126,7 @@ export const PARAMETERS: readonly ParameterSpec[] = Object.freeze([
     type: 'array',
     default: [],
     description:
-      'Helm values files, in order, relative to the app directory ("/x.yaml" is relative to the repository root, as in Argo CD); they must stay inside the repository.',
+      'Helm values files, in order, relative to the app directory ("/x.yaml" is relative to the repository root, as in Argo CD); they must stay inside the repository. As in Argo CD, ${ARGOCD_APP_*} is substituted and an entry with *, ? or [ is a glob (each file once; missing files fail unless ignore-missing-value-files).',
   }),
   parameter({
     name: 'values',
@@ -141,14 +141,14 @@ export const PARAMETERS: readonly ParameterSpec[] = Object.freeze([
     type: 'map',
     default: {},
     description:
-      'Helm --set: a map of key → literal value (commas escaped for you), or a list of "key=value" Helm --set expressions.',
+      'Helm --set: a map of key → literal value (commas escaped for you), or a list of "key=value" Helm --set expressions; ${ARGOCD_APP_*} is substituted in values, as in Argo CD ($$ for a literal $).',
   }),
   parameter({
     name: 'set-string',
     env: ['DRIFTLESS_SET_STRING'],
     type: 'map',
     default: {},
-    description: 'Helm --set-string: like set, but values always stay strings.',
+    description: 'Helm --set-string: like set (${ARGOCD_APP_*} substituted), but values always stay strings.',
   }),
   parameter({
     name: 'values-object',

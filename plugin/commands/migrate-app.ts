@@ -145,10 +145,15 @@ function fieldsOf(block: YAMLMap): Fields {
   return fields;
 }
 
-/** Argo CD substitutes ${ARGOCD_APP_*} in these helm fields; the plugin passes them literally. */
-function checkNoDollar(where: string, text: string): void {
-  if (text.includes('$')) {
-    refuse(where, 'contains "$": Argo CD substitutes ${ARGOCD_APP_*} (and $ref/ paths of other sources) in it, the plugin passes it literally; write the value out');
+/**
+ * A path Argo CD would read from another source of a multi-source Application (`$values/x.yaml`): `$name/`
+ * where name is not a build-environment variable, which the plugin (and Argo CD, for one source) would
+ * expand to nothing.
+ */
+function checkNotRefSource(where: string, text: string): void {
+  const match = /^\$([A-Za-z0-9_]+)(\/|$)/.exec(text);
+  if (match !== null && !match[1]?.startsWith('ARGOCD_APP_')) {
+    refuse(where, `refers to another source ($${match[1]}): the plugin reads files of its own source only`);
   }
 }
 
@@ -221,8 +226,7 @@ function helmParameters(block: YAMLMap, where: string): PluginParameter[] {
     const files = asStrings(`${where}.valueFiles`, valueFiles);
     files.forEach((file, index) => {
       const at = `${where}.valueFiles[${index}]`;
-      checkNoDollar(at, file);
-      if (/[*?[]/.test(file)) refuse(at, 'is a glob: Argo CD expands it, the plugin takes values files literally; list the files');
+      checkNotRefSource(at, file);
       if (/^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(file)) refuse(at, 'is a URL: the plugin reads values files from the repository only');
     });
     if (files.length > 0) out.push({ name: 'values-files', array: files });
@@ -248,7 +252,6 @@ function helmParameters(block: YAMLMap, where: string): PluginParameter[] {
       const key = asText(`${at}.name`, name ?? '');
       if (key === '') refuse(`${at}.name`, 'is empty');
       const literal = value === undefined || value === null ? '' : asText(`${at}.value`, value);
-      checkNoDollar(`${at}.value`, literal);
       // Argo CD keeps --set and --set-string in two maps, so a later parameter with the same name wins, as here.
       const force = forceString === undefined || forceString === null ? false : asBool(`${at}.forceString`, forceString);
       (force ? setString : set)[key] = literal;
@@ -267,7 +270,7 @@ function helmParameters(block: YAMLMap, where: string): PluginParameter[] {
       const extra = Object.keys(rest)[0];
       if (extra !== undefined) refuse(`${at}.${extra}`, 'is not a field of a Helm file parameter');
       const filePath = asText(`${at}.path`, path ?? '');
-      if (filePath.startsWith('$') && !filePath.startsWith('${')) refuse(`${at}.path`, 'refers to another source ($ref): the plugin reads files of its own source only');
+      checkNotRefSource(`${at}.path`, filePath);
       files[asText(`${at}.name`, name ?? '')] = filePath;
     });
     if (Object.keys(files).length > 0) out.push({ name: 'file-parameters', map: files });

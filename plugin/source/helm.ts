@@ -11,6 +11,7 @@ import type { PluginConfig } from '../config.ts';
 import { RenderError, UsageError } from '../errors.ts';
 import { envsubst } from './envsubst.ts';
 import { loadYaml } from '../lazy-yaml.ts';
+import { expandGlob, GlobPatternError, isGlobPath } from './values-glob.ts';
 import { runProcess } from './process.ts';
 import type { RenderedStream } from './types.ts';
 
@@ -260,19 +261,46 @@ async function checkRepoFile(root: string, file: string, describe: () => string)
 }
 
 /**
- * The values files to pass: each must exist (unless ignore-missing-value-files, which leaves it out, as Argo CD
- * does) and, after following symlinks, stay inside the repository.
+ * The values files to pass, as Argo CD's `getResolvedValueFiles` picks them: in order, each once (a repeat
+ * keeps its first place); a glob entry (`*`, `?`, `[`) is expanded in doublestar's order and leaves out files
+ * listed explicitly elsewhere, which keep their own place; a glob that matches nothing fails unless
+ * ignore-missing-value-files. A plain file must exist (unless ignore-missing-value-files, which leaves it
+ * out); every file must stay inside the repository after following symlinks.
  */
 async function checkValuesFiles(config: PluginConfig): Promise<string[]> {
   const files = resolveValuesFiles(config);
   if (files.length === 0) return files;
   const root = await realpath(config.repoRoot);
   const from = config.provenance['values-files'] ?? 'default';
+  const explicit = new Set(files.filter((file) => !isGlobPath(file)));
   const kept: string[] = [];
+  const keep = (file: string): void => {
+    if (!kept.includes(file)) kept.push(file);
+  };
   for (const [index, file] of files.entries()) {
     const describe = (): string => `values file ${JSON.stringify(config.helm.valuesFiles[index])} in parameter values-files (from ${from})`;
+    if (isGlobPath(file)) {
+      let matches: string[];
+      try {
+        matches = await expandGlob(file);
+      } catch (error) {
+        if (error instanceof GlobPatternError) throw new UsageError(`${describe()} is not a valid glob: ${error.message}`, { cause: error });
+        throw error;
+      }
+      if (matches.length === 0) {
+        if (config.helm.ignoreMissingValueFiles) continue;
+        throw new UsageError(`${describe()} is a glob that matched no files`);
+      }
+      for (const match of matches) {
+        const describeMatch = (): string => `${describe()} matched ${JSON.stringify(path.relative(config.repoRoot, match))}, which`;
+        // A match that vanished or is a broken symlink: Argo CD's EvalSymlinks fails on it too.
+        if ((await checkRepoFile(root, match, describeMatch)) === undefined) throw new UsageError(`${describeMatch()} cannot be resolved`);
+        if (!explicit.has(match)) keep(match);
+      }
+      continue;
+    }
     const real = await checkRepoFile(root, file, describe);
-    if (real !== undefined) kept.push(file);
+    if (real !== undefined) keep(file);
     else if (!config.helm.ignoreMissingValueFiles) throw new UsageError(`${describe()} does not exist`);
   }
   return kept;

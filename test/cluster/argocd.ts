@@ -77,6 +77,15 @@ export interface SyncOptions {
   readonly syncOptions?: readonly string[];
 }
 
+/** What to start besides the repo server, the sidecar and the application controller. */
+export interface ArgoCdOptions {
+  /**
+   * Also run argocd-server (its API), on 127.0.0.1 only, plaintext and without authentication, for
+   * `manifests`: what the repo server renders for an Application, whichever its source type.
+   */
+  readonly apiServer?: boolean;
+}
+
 /** A running Argo CD. */
 export interface ArgoCD {
   /** The file holding the per-installation hash key, configured as the sidecar patch configures it. */
@@ -103,6 +112,12 @@ export interface ArgoCD {
   ): Promise<Application>;
   /** Waits until the app is Synced (to `revision`, when given) and Healthy, with no operation running. */
   waitForSyncedAndHealthy(name: string, revision?: string, options?: WaitOptions): Promise<Application>;
+  /**
+   * The manifests Argo CD renders for an Application at `revision` (default its target), as
+   * `argocd app manifests --source git` gets them: the API server asks the repo server, bypassing its cache.
+   * Needs `apiServer` in the options.
+   */
+  manifests(name: string, revision?: string): Promise<KubeObject[]>;
   /** Deletes an Application (no finalizer: its resources stay). */
   deleteApplication(name: string): Promise<void>;
   /** Log tails of every Argo CD component and the status of every Application, for a failing test. */
@@ -151,7 +166,7 @@ function statusSummary(app: Application): string {
  * built first if the cache lacks them (`npm test` builds them in test/setup.ts).
  * @throws {ArgoCdStartError} with the components' log tails.
  */
-export async function startArgoCD(cluster: Cluster): Promise<ArgoCD> {
+export async function startArgoCD(cluster: Cluster, options: ArgoCdOptions = {}): Promise<ArgoCD> {
   const [binaries, tools] = await Promise.all([ensureArgoCdBinaries(), ensureTools()]);
   const admin = cluster.admin;
   const baseDir = join(cluster.stateDir, 'argocd');
@@ -203,7 +218,7 @@ export async function startArgoCD(cluster: Cluster): Promise<ArgoCD> {
 
   try {
     // One multi-call binary: the role comes from the name it is started under.
-    for (const role of ['argocd-application-controller', 'argocd-repo-server', 'argocd-cmp-server']) {
+    for (const role of ['argocd-application-controller', 'argocd-repo-server', 'argocd-cmp-server', 'argocd-server']) {
       await symlink(binaries.argocd, dir('bin', role));
     }
     // `driftless` as the image has it on PATH, run by the Node the tests run on.
@@ -265,7 +280,7 @@ export async function startArgoCD(cluster: Cluster): Promise<ArgoCD> {
       ],
       env: {
         // git from the system; git-verify-wrapper.sh, without which every request fails with "permission denied";
-        // kustomize and helm, as the stock image has them, for Applications using Argo CD's built-in sources.
+        // the plugin's pinned helm and kustomize, so that native Helm and Kustomize sources render with the same ones.
         PATH: `${binaries.scriptsDir}:${tools.binDir}:${process.env['PATH'] ?? '/usr/bin:/bin'}`,
         HOME: dir('home'),
         TMPDIR: dir('repo-server-tmp'),
@@ -305,6 +320,10 @@ export async function startArgoCD(cluster: Cluster): Promise<ArgoCD> {
       timeoutMs: startTimeoutMs,
       abortIf: alive(controller),
     });
+
+    const apiServerUrl = options.apiServer === true
+      ? await startApiServer(run, alive, dir, cluster, { repoServer: `127.0.0.1:${repoServerPort}`, redis: redisAddress })
+      : undefined;
 
     const getApplication = (name: string): Promise<Application> => admin.request<Application>('GET', `${applicationsPath}/${name}`);
     const patchApplication = async (name: string, patch: unknown): Promise<void> => {
@@ -363,6 +382,15 @@ export async function startArgoCD(cluster: Cluster): Promise<ArgoCD> {
           options,
         );
       },
+      async manifests(name, revision) {
+        if (apiServerUrl === undefined) throw new Error('manifests needs startArgoCD(cluster, { apiServer: true })');
+        const query = new URLSearchParams({ noCache: 'true', ...(revision === undefined ? {} : { revision }) });
+        const response = await fetch(`${apiServerUrl}/api/v1/applications/${encodeURIComponent(name)}/manifests?${query.toString()}`);
+        const body = await response.text();
+        if (!response.ok) throw new Error(`GET manifests of ${name}: HTTP ${response.status}: ${body.slice(0, 2000)}`);
+        const { manifests = [] } = JSON.parse(body) as { manifests?: string[] };
+        return manifests.map((manifest) => JSON.parse(manifest) as KubeObject);
+      },
       async deleteApplication(name) {
         await admin.send('DELETE', `${applicationsPath}/${name}`);
       },
@@ -374,6 +402,50 @@ export async function startArgoCD(cluster: Cluster): Promise<ArgoCD> {
     await stop();
     throw new ArgoCdStartError(`starting Argo CD failed: ${String(error)}\n${detail}`, { cause: error });
   }
+}
+
+/**
+ * argocd-server on 127.0.0.1, plaintext (`--insecure`) and with `--disable-auth` (which also turns RBAC
+ * enforcement off), talking to the repo server over its self-signed TLS as the controller does.
+ * @returns its base URL, once /healthz answers.
+ */
+async function startApiServer(
+  run: (spec: Omit<ComponentSpec, 'logFile'>) => Component,
+  alive: (component: Component) => () => void,
+  dir: (...parts: string[]) => string,
+  cluster: Cluster,
+  addresses: { readonly repoServer: string; readonly redis: string },
+): Promise<string> {
+  const [port, metricsPort] = await freePorts(2);
+  const server = run({
+    name: 'argocd-server',
+    command: dir('bin', 'argocd-server'),
+    args: [
+      `--kubeconfig=${cluster.kubeconfigPath}`,
+      `--namespace=${argoCdNamespace}`,
+      '--address=127.0.0.1',
+      `--port=${port}`,
+      '--metrics-address=127.0.0.1',
+      `--metrics-port=${metricsPort}`,
+      `--repo-server=${addresses.repoServer}`,
+      `--redis=${addresses.redis}`,
+      '--dex-server=',
+      '--insecure',
+      '--disable-auth',
+      `--staticassets=${dir('static')}`,
+      '--logformat=text',
+    ],
+    env: {
+      PATH: process.env['PATH'] ?? '/usr/bin:/bin',
+      HOME: dir('home'),
+      KUBECONFIG: cluster.kubeconfigPath,
+      // As for the controller: the in-cluster destination is the cluster of KUBECONFIG.
+      ARGOCD_FAKE_IN_CLUSTER: 'true',
+    },
+  });
+  const url = `http://127.0.0.1:${port}`;
+  await waitFor('argocd-server /healthz', () => httpOk(`${url}/healthz`).catch(() => false), { timeoutMs: startTimeoutMs, abortIf: alive(server) });
+  return url;
 }
 
 /**

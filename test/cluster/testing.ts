@@ -4,7 +4,7 @@
  */
 import { after, before, test, type TestContext } from 'node:test';
 import type { ApiClient, KubeList, KubeObject } from './api.ts';
-import { startArgoCD, type ArgoCD } from './argocd.ts';
+import { startArgoCD, type ArgoCD, type ArgoCdOptions } from './argocd.ts';
 import { startCluster, type Cluster, type ClusterOptions } from './harness.ts';
 import { waitFor, type WaitOptions } from './wait.ts';
 
@@ -69,12 +69,13 @@ export interface ArgoCdFixture {
  * after them; a failing test prints the cluster's and Argo CD's logs and the
  * status of every Application.
  */
-export function useArgoCD(options: ClusterOptions = {}): ArgoCdFixture {
+export function useArgoCD(options: ClusterOptions & ArgoCdOptions = {}): ArgoCdFixture {
   let cluster: Cluster | undefined;
   let argocd: ArgoCD | undefined;
   before(async () => {
-    cluster = await startCluster(options);
-    argocd = await startArgoCD(cluster);
+    const { apiServer, ...clusterOptions } = options;
+    cluster = await startCluster(clusterOptions);
+    argocd = await startArgoCD(cluster, apiServer === undefined ? {} : { apiServer });
   }, { timeout: 60 * 60_000 });
   after(async () => {
     await argocd?.stop();

@@ -83,9 +83,7 @@ describe('migrate-app', () => {
     const cases: [string, RegExp][] = [
       ['    helm: {passCredentials: true}\n', /spec\.source\.helm\.passCredentials: the plugin never fetches/],
       ['    helm: {version: v2}\n', /spec\.source\.helm\.version: Helm v2 is not available/],
-      ['    helm: {valueFiles: [envs/*.yaml]}\n', /spec\.source\.helm\.valueFiles\[0\]: is a glob/],
-      ['    helm: {valueFiles: [$values/prod.yaml]}\n', /spec\.source\.helm\.valueFiles\[0\]: contains "\$"/],
-      ['    helm: {parameters: [{name: tag, value: $ARGOCD_APP_REVISION}]}\n', /spec\.source\.helm\.parameters\[0\]\.value: contains "\$"/],
+      ['    helm: {valueFiles: [$values/prod.yaml]}\n', /spec\.source\.helm\.valueFiles\[0\]: refers to another source \(\$values\)/],
       ['    helm: {fileParameters: [{name: c, path: $values/c.pem}]}\n', /fileParameters\[0\]\.path: refers to another source/],
       ['    chart: redis\n    helm: {releaseName: r}\n', /spec\.source\.chart: a chart from a Helm repository/],
       ['    kustomize: {version: v4.5.7}\n', /spec\.source\.kustomize\.version: the plugin renders with its own pinned kustomize/],
@@ -96,6 +94,15 @@ describe('migrate-app', () => {
     for (const [source, message] of cases) {
       assert.throws(() => migrateApplications(app(source)), (error: unknown) => error instanceof UsageError && exitCodeFor(error) === 2 && message.test(error.message), source);
     }
+  });
+
+  it('carries globs and ${ARGOCD_APP_*} over as written: the plugin expands them as Argo CD does', () => {
+    const { text } = migrateApplications(
+      'apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: a}\nspec:\n  source:\n    repoURL: r\n    path: p\n' +
+        '    helm:\n      valueFiles: [envs/*.yaml, "values-${ARGOCD_APP_NAMESPACE}.yaml"]\n      parameters: [{name: tag, value: $ARGOCD_APP_REVISION}]\n',
+    );
+    assert.match(text, /array:\n\s+- envs\/\*\.yaml\n\s+- values-\$\{ARGOCD_APP_NAMESPACE\}\.yaml/);
+    assert.match(text, /tag: \$ARGOCD_APP_REVISION/);
   });
 
   it('runs as a command: a file or stdin in, the migrated Application out; not an Application is exit 4', async () => {
