@@ -227,3 +227,86 @@ fixture.test('an invalid manifest gives a ComparisonError with the plugin\'s mes
     assert.equal(seen.includes(value), false, 'no Secret value in the status, events or Argo CD logs');
   }
 });
+
+/** One sample of the kustomize example's Rollout while it rolls: its status and its pods by pod-template hash. */
+interface RolloutSample {
+  readonly step: number | undefined;
+  readonly phase: string | undefined;
+  readonly currentPodHash: string | undefined;
+  readonly stableRS: string | undefined;
+  /** Ready, not terminating pods per `rollouts-pod-template-hash`. */
+  readonly readyPods: Readonly<Record<string, number>>;
+  readonly appHealth: string | undefined;
+}
+
+async function sampleRollout(client: ApiClient, argocd: ArgoCD, namespace: string, app: string): Promise<RolloutSample> {
+  const rollout = await client.request('GET', `/apis/argoproj.io/v1alpha1/namespaces/${namespace}/rollouts/worker`);
+  const status = rollout.status ?? {};
+  const readyPods: Record<string, number> = {};
+  for (const pod of await listPods(client, namespace, 'app.kubernetes.io/name=worker')) {
+    if (pod.metadata?.['deletionTimestamp'] !== undefined || !podIsReady(pod)) continue;
+    const hash = pod.metadata?.labels?.['rollouts-pod-template-hash'] ?? '?';
+    readyPods[hash] = (readyPods[hash] ?? 0) + 1;
+  }
+  return {
+    step: status['currentStepIndex'] as number | undefined,
+    phase: status['phase'] as string | undefined,
+    currentPodHash: status['currentPodHash'] as string | undefined,
+    stableRS: status['stableRS'] as string | undefined,
+    readyPods,
+    appHealth: applicationStatus(await argocd.getApplication(app)).health?.status,
+  };
+}
+
+fixture.test('a ConfigMap change in Git takes the Rollout through its canary steps and the app returns to Synced', async ({ cluster, argocd, namespace, t }) => {
+  const name = `${namespace}-canary`;
+  // The example pauses 2m at 25%; 15s keeps the pause observable on loaded cores without a long test.
+  const app = await commitExample(argocd, name, 'kustomize', (path, content) => {
+    if (path === 'kustomization.yaml') return content.replace(/^namespace: shop$/m, `namespace: ${namespace}`);
+    return path === 'rollout.yaml' ? content.replace('pause: {duration: 2m}', 'pause: {duration: 15s}') : content;
+  });
+  await syncAndCheckHashes(argocd, cluster.admin, app, name, namespace);
+  const initial = await waitFor('the Rollout Healthy with 4 stable pods', async () => {
+    const sample = await sampleRollout(cluster.admin, argocd, namespace, name);
+    return sample.phase === 'Healthy' && sample.stableRS !== undefined && sample.readyPods[sample.stableRS] === 4 ? sample : undefined;
+  }, { timeoutMs: 90_000 });
+  const stable = initial.stableRS ?? '';
+
+  const kustomization = (await app.repo.read(`${app.path}/kustomization.yaml`)).replace('CONCURRENCY=8', 'CONCURRENCY=16');
+  const { revision, syncStatus } = await commitAndRefresh(argocd, app, name, { [`${app.path}/kustomization.yaml`]: kustomization });
+  assert.equal(syncStatus, 'OutOfSync', 'the ConfigMap and the Rollout differ from Git');
+  await argocd.sync(name, { revision });
+
+  // Every distinct state seen, in order, so a failure shows what the Rollout actually did.
+  const seen: RolloutSample[] = [];
+  const record = (sample: RolloutSample): void => {
+    const last = seen.at(-1);
+    if (last === undefined || JSON.stringify(last) !== JSON.stringify(sample)) seen.push(sample);
+  };
+  const canary = await waitFor('the Rollout paused at step 1 with one canary pod of four', async () => {
+    const sample = await sampleRollout(cluster.admin, argocd, namespace, name);
+    record(sample);
+    const hash = sample.currentPodHash;
+    const atPause = sample.step === 1 && hash !== undefined && hash !== stable && sample.stableRS === stable;
+    return atPause && sample.readyPods[hash] === 1 && sample.readyPods[stable] === 3 ? sample : undefined;
+  }, { timeoutMs: 90_000, intervalMs: 200 }).catch((error: unknown) => {
+    throw new Error(`states seen: ${JSON.stringify(seen)}`, { cause: error });
+  });
+  const canaryHash = canary.currentPodHash ?? '';
+  const done = await waitFor('the Rollout promoted: Healthy with 4 pods of the new ReplicaSet', async () => {
+    const sample = await sampleRollout(cluster.admin, argocd, namespace, name);
+    record(sample);
+    return sample.phase === 'Healthy' && sample.stableRS === canaryHash && sample.step === 2 &&
+      sample.readyPods[canaryHash] === 4 && Object.keys(sample.readyPods).length === 1 ? sample : undefined;
+  }, { timeoutMs: 120_000, intervalMs: 200 }).catch((error: unknown) => {
+    throw new Error(`states seen: ${JSON.stringify(seen)}`, { cause: error });
+  });
+  t.diagnostic(`Rollout states seen: ${JSON.stringify(seen)}`);
+  assert.equal(done.readyPods[stable], undefined, 'no pod of the old ReplicaSet is left');
+  assert.ok(seen.some((sample) => sample.phase === 'Paused'), `the Rollout reported Paused during the pause step: ${JSON.stringify(seen)}`);
+  assert.ok(seen.some((sample) => sample.appHealth === 'Suspended'), `Argo CD showed the paused Rollout as Suspended: ${JSON.stringify(seen)}`);
+  const [expected] = workloadsOf(await renderLocally(argocd, app, name, namespace)).filter((object) => object.kind === 'Rollout');
+  const live = await cluster.admin.request('GET', `/apis/argoproj.io/v1alpha1/namespaces/${namespace}/rollouts/worker`);
+  assert.equal(hashOf(live), expected && hashOf(expected), 'the live hash is the plugin\'s for the new commit');
+  await argocd.waitForSyncedAndHealthy(name, revision);
+}, { timeout: 360_000 });

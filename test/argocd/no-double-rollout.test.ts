@@ -1,0 +1,309 @@
+/**
+ * No double rollout, under the real Argo CD with the real controller beside
+ * it: an app rendered by the Driftless plugin whose Deployment, StatefulSet,
+ * DaemonSet and Rollout use a ConfigMap from Git (in the render, so in the
+ * hash) and a Secret written by an operator (owned by an ExternalSecret, not
+ * in Git). A commit changes the ConfigMap and the Secret rotates within the
+ * same seconds; pods are tracked by uid for the whole run.
+ *
+ * The contract (ADR 0007 §4): the controller replaces the pods created before
+ * T and leaves alone every pod created at or after T, so the Git rollout's
+ * pods are never replaced a second time. Secret first: the sync is asked for
+ * once T has passed, so no pod of the Git rollout may ever be replaced. Sync
+ * first: the Secret rotates once Argo CD has applied the new template, so the
+ * rollout's first pods may predate the rotation (or share its second, which
+ * creation times cannot split) and are rightly replaced; none created at or
+ * after T may be.
+ */
+import assert from 'node:assert/strict';
+import { stringify } from 'yaml';
+import type { ApiClient, KubeList, KubeObject } from '../cluster/api.ts';
+import { applicationStatus, type ArgoCD } from '../cluster/argocd.ts';
+import { podIsReady, useArgoCD } from '../cluster/testing.ts';
+import { waitFor } from '../cluster/wait.ts';
+import { startControllerProcess, type ControllerProcess } from '../controller/support/process.ts';
+import { COLLECTIONS, configMap, createExternalSecret, eventsFor, read, rotateSecret, workload } from '../controller/support/fixtures.ts';
+import { hashOf, pluginApplicationSpec, type CommittedApp } from './plugin-support.ts';
+
+const fixture = useArgoCD({ rolloutsController: true });
+
+type Kind = 'Deployment' | 'StatefulSet' | 'DaemonSet' | 'Rollout';
+
+/** The workloads of the app: `<kind in lower case>`, each with label `app=<name>`. */
+const WORKLOADS: readonly { readonly kind: Kind; readonly name: string; readonly pods: number }[] = [
+  { kind: 'Deployment', name: 'deployment', pods: 2 },
+  { kind: 'StatefulSet', name: 'statefulset', pods: 2 },
+  // One fake node: one pod.
+  { kind: 'DaemonSet', name: 'daemonset', pods: 1 },
+  { kind: 'Rollout', name: 'rollout', pods: 2 },
+];
+
+/**
+ * Drops empty `labels` and `annotations` maps: the API server stores none, so
+ * Argo CD would compare `{}` in Git with an absent live map.
+ */
+function withoutEmptyMetadataMaps(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(withoutEmptyMetadataMaps);
+  if (value === null || typeof value !== 'object') return value;
+  const entries = Object.entries(value).filter(([key, item]) =>
+    !((key === 'labels' || key === 'annotations') && typeof item === 'object' && item !== null && Object.keys(item).length === 0));
+  return Object.fromEntries(entries.map(([key, item]) => [key, withoutEmptyMetadataMaps(item)]));
+}
+
+/** The app's files: the ConfigMap every workload mounts, and the workloads; the Secret `db` is not in Git. */
+function appFiles(logLevel: string): Record<string, string> {
+  const files: Record<string, string> = { 'configmap.yaml': stringify(withoutEmptyMetadataMaps(configMap('settings', { LOG_LEVEL: logLevel }))) };
+  for (const { kind, name, pods } of WORKLOADS) {
+    files[`${name}.yaml`] = stringify(withoutEmptyMetadataMaps(workload(kind, name, { replicas: pods, uses: { secret: 'db', configMap: 'settings' } })));
+  }
+  return files;
+}
+
+/** The revision a pod was created from, whatever its controller calls it. */
+function revisionOf(pod: KubeObject): string {
+  const labels = pod.metadata?.labels ?? {};
+  return labels['rollouts-pod-template-hash'] ?? labels['pod-template-hash'] ?? labels['controller-revision-hash'] ?? '?';
+}
+
+/** Everything observed of one pod over the run. */
+interface TrackedPod {
+  readonly uid: string;
+  readonly name: string;
+  readonly workload: string;
+  readonly revision: string;
+  readonly createdAt: string;
+  /** Seen terminating or gone. */
+  deleted: boolean;
+}
+
+/** Pods of the namespace by uid, accumulated over samples: a pod once seen is never forgotten. */
+class PodTracker {
+  readonly pods = new Map<string, TrackedPod>();
+  readonly #client: ApiClient;
+  readonly #namespace: string;
+
+  constructor(client: ApiClient, namespace: string) {
+    this.#client = client;
+    this.#namespace = namespace;
+  }
+
+  /** Lists the pods once and records what is new, terminating or gone; returns the live ones. */
+  async sample(): Promise<KubeObject[]> {
+    const list = await this.#client.request<KubeList>('GET', `/api/v1/namespaces/${this.#namespace}/pods`);
+    const present = new Set<string>();
+    for (const pod of list.items) {
+      const uid = String(pod.metadata?.['uid']);
+      present.add(uid);
+      const tracked = this.pods.get(uid) ?? {
+        uid,
+        name: String(pod.metadata?.name),
+        workload: pod.metadata?.labels?.['app'] ?? '?',
+        revision: revisionOf(pod),
+        createdAt: String(pod.metadata?.['creationTimestamp']),
+        deleted: false,
+      };
+      if (pod.metadata?.['deletionTimestamp'] !== undefined) tracked.deleted = true;
+      this.pods.set(uid, tracked);
+    }
+    for (const tracked of this.pods.values()) if (!present.has(tracked.uid)) tracked.deleted = true;
+    return list.items.filter((pod) => pod.metadata?.['deletionTimestamp'] === undefined);
+  }
+
+  of(name: string): TrackedPod[] {
+    return [...this.pods.values()].filter((pod) => pod.workload === name);
+  }
+}
+
+/** Creates the app, syncs it, starts the controller and waits until every workload is recorded and every pod Ready. */
+async function setUp(
+  argocd: ArgoCD,
+  client: ApiClient,
+  cluster: Parameters<typeof startControllerProcess>[0],
+  namespace: string,
+  name: string,
+): Promise<{ app: CommittedApp; controller: ControllerProcess }> {
+  await createExternalSecret(client, namespace, 'db', 'v1');
+  const repo = await argocd.createRepo(name);
+  const path = 'apps/twice';
+  const files = Object.entries(appFiles('info')).map(([file, content]): [string, string] => [`${path}/${file}`, content]);
+  const app: CommittedApp = { repo, path, revision: await repo.commit(Object.fromEntries(files), 'the no-double-rollout app') };
+  const revision = app.revision;
+  await argocd.createApplication(name, pluginApplicationSpec(app, namespace));
+  await argocd.sync(name, { revision });
+  await argocd.waitForSyncedAndHealthy(name, revision, { timeoutMs: 150_000 }).catch(async (error: unknown) => {
+    const resources = applicationStatus(await argocd.getApplication(name)).resources ?? [];
+    throw new Error(`not Synced: ${JSON.stringify(resources.filter((resource) => resource.status !== 'Synced'))}`, { cause: error });
+  });
+  const controller = await startControllerProcess(cluster, { args: [`--namespaces=${namespace}`] });
+  await controller.ready();
+  for (const { kind, name: workloadName, pods } of WORKLOADS) {
+    const path = `${COLLECTIONS[kind](namespace)}/${workloadName}`;
+    const live = await read(client, path);
+    assert.match(hashOf(live) ?? '', /\S/, `${kind} has the plugin's hash`);
+    await waitFor(`the first-sight record on ${kind}`, async () => (await read(client, path)).metadata?.annotations?.['driftless.dev/restarted-for'], { timeoutMs: 60_000 });
+    await waitFor(`${pods} ready pods of ${kind}`, async () => {
+      const list = await client.request<KubeList>('GET', `/api/v1/namespaces/${namespace}/pods?labelSelector=app%3D${workloadName}`);
+      return list.items.length === pods && list.items.every(podIsReady);
+    }, { timeoutMs: 90_000 });
+  }
+  return { app, controller };
+}
+
+/**
+ * Samples pods until the run is over: the app Synced to `revision` and
+ * Healthy, the controller's restart finished on every workload, and every
+ * workload running exactly its desired Ready pods, all of one revision other
+ * than its original one.
+ */
+async function waitUntilSettled(
+  argocd: ArgoCD,
+  client: ApiClient,
+  tracker: PodTracker,
+  namespace: string,
+  name: string,
+  revision: string,
+  original: ReadonlyMap<string, string>,
+): Promise<void> {
+  await waitFor('every workload rolled once and the restart finished', async () => {
+    const live = await tracker.sample();
+    const status = applicationStatus(await argocd.getApplication(name));
+    if (status.sync?.status !== 'Synced' || status.sync.revision !== revision || status.health?.status !== 'Healthy') return false;
+    for (const { name: workloadName, pods } of WORKLOADS) {
+      const own = live.filter((pod) => pod.metadata?.labels?.['app'] === workloadName);
+      const revisions = new Set(own.map(revisionOf));
+      if (own.length !== pods || !own.every(podIsReady) || revisions.size !== 1 || revisions.has(original.get(workloadName) ?? '')) return false;
+      const events = await eventsFor(client, namespace, workloadName);
+      if (!events.some((event) => event['reason'] === 'RestartFinished')) return false;
+    }
+    // Nothing still terminating: a deletion in flight would be missed by the assertions.
+    return (await client.request<KubeList>('GET', `/api/v1/namespaces/${namespace}/pods`)).items.every((pod) => pod.metadata?.['deletionTimestamp'] === undefined);
+  }, { timeoutMs: 240_000, intervalMs: 200 });
+}
+
+/** What happened to one workload's pods over the run. */
+interface WorkloadOutcome {
+  readonly kind: Kind;
+  /** T of the controller's restart (epoch ms). */
+  readonly restartAt: number;
+  readonly original: readonly TrackedPod[];
+  /** Pods of neither the original nor the final revision: the controller's replacements of the original pods. */
+  readonly intermediate: readonly TrackedPod[];
+  readonly final: readonly TrackedPod[];
+  /** Pods of the final revision that were deleted again. */
+  readonly finalReplaced: readonly TrackedPod[];
+}
+
+function outcomeOf(tracker: PodTracker, originalUids: ReadonlySet<string>, kind: Kind, name: string, restartAt: number): WorkloadOutcome {
+  const pods = tracker.of(name);
+  const revision = pods.find((pod) => !pod.deleted)?.revision ?? '';
+  const original = pods.filter((pod) => originalUids.has(pod.uid));
+  return {
+    kind,
+    restartAt,
+    original,
+    intermediate: pods.filter((pod) => !originalUids.has(pod.uid) && pod.revision !== revision),
+    final: pods.filter((pod) => pod.revision === revision && !pod.deleted),
+    finalReplaced: pods.filter((pod) => pod.revision === revision && pod.deleted),
+  };
+}
+
+function describe(outcome: WorkloadOutcome): string {
+  const pods = (list: readonly TrackedPod[]): string => JSON.stringify(list.map((pod) => `${pod.name}@${pod.createdAt.slice(11)}`));
+  return `${outcome.kind} (T ${new Date(outcome.restartAt).toISOString().slice(11)}): original ${pods(outcome.original)}, ` +
+    `intermediate ${pods(outcome.intermediate)}, final ${pods(outcome.final)}, final replaced ${pods(outcome.finalReplaced)}`;
+}
+
+/** ReplicaSets owned by the Deployment. */
+async function deploymentReplicaSets(client: ApiClient, namespace: string): Promise<string[]> {
+  const list = await client.request<KubeList>('GET', `/apis/apps/v1/namespaces/${namespace}/replicasets`);
+  return list.items
+    .filter((replicaSet) => (replicaSet.metadata?.['ownerReferences'] as { kind: string }[] | undefined)?.some((owner) => owner.kind === 'Deployment'))
+    .map((replicaSet) => String(replicaSet.metadata?.name))
+    .sort();
+}
+
+/** The scenario: `order` says whether the Secret rotates before the sync is asked for or right after. */
+async function runScenario(
+  context: { cluster: Parameters<typeof startControllerProcess>[0]; argocd: ArgoCD; namespace: string; t: { diagnostic(message: string): void } },
+  order: 'secret-first' | 'sync-first',
+): Promise<void> {
+  const { cluster, argocd, namespace, t } = context;
+  const client = cluster.admin;
+  const name = `${namespace}-twice`;
+  const { app, controller } = await setUp(argocd, client, cluster, namespace, name);
+  try {
+    const tracker = new PodTracker(client, namespace);
+    const originalPods = await tracker.sample();
+    const originalUids = new Set(originalPods.map((pod) => String(pod.metadata?.['uid'])));
+    const original = new Map(originalPods.map((pod) => [pod.metadata?.labels?.['app'] ?? '?', revisionOf(pod)]));
+    const replicaSetsBefore = await deploymentReplicaSets(client, namespace);
+    assert.equal(replicaSetsBefore.length, 1);
+    const evictedFrom = controller.lines.length;
+
+    const revision = await app.repo.commit({ [`${app.path}/configmap.yaml`]: appFiles('debug')['configmap.yaml'] ?? '' }, 'LOG_LEVEL debug');
+    await argocd.refresh(name);
+    await argocd.waitForApplication(name, `compared at ${revision}`, (status) => status.sync?.revision === revision && status.sync.status === 'OutOfSync');
+    let rotatedAt = Date.now();
+    if (order === 'secret-first') {
+      await rotateSecret(client, namespace, 'db', 'v2');
+      rotatedAt = Date.now();
+      // The sync is asked for once T has passed, so every pod of the Git rollout post-dates T: whether the
+      // controller's evictions or the rollout come first is then Argo CD's timing, not a sub-second tie.
+      const deploymentPath = `${COLLECTIONS.Deployment(namespace)}/deployment`;
+      await waitFor('the controller\'s restart at T to begin', async () => {
+        await tracker.sample();
+        const at = Date.parse((await read(client, deploymentPath)).metadata?.annotations?.['driftless.dev/restart-at'] ?? '');
+        return Number.isFinite(at) && at > rotatedAt - 1000 && Date.now() >= at;
+      }, { timeoutMs: 60_000, intervalMs: 100 });
+    }
+    await argocd.sync(name, { revision });
+    if (order === 'sync-first') {
+      // Argo CD takes seconds from the request to the apply; the Secret rotates once the new template is live.
+      const deploymentPath = `${COLLECTIONS.Deployment(namespace)}/deployment`;
+      const hashBefore = hashOf(await read(client, deploymentPath));
+      await waitFor('Argo CD to apply the new Deployment template', async () => {
+        await tracker.sample();
+        return hashOf(await read(client, deploymentPath)) !== hashBefore;
+      }, { timeoutMs: 90_000, intervalMs: 100 });
+      await rotateSecret(client, namespace, 'db', 'v2');
+      rotatedAt = Date.now();
+    }
+
+    await waitUntilSettled(argocd, client, tracker, namespace, name, revision, original);
+    const outcomes: WorkloadOutcome[] = [];
+    for (const { kind, name: workloadName } of WORKLOADS) {
+      const live = await read(client, `${COLLECTIONS[kind](namespace)}/${workloadName}`);
+      const restartAt = Date.parse(live.metadata?.annotations?.['driftless.dev/restart-at'] ?? '');
+      assert.ok(Number.isFinite(restartAt), `${kind}: the controller restarted for the Secret`);
+      outcomes.push(outcomeOf(tracker, originalUids, kind, workloadName, restartAt));
+    }
+    t.diagnostic(`${order}: rotated at ${new Date(rotatedAt).toISOString().slice(11)}; ${outcomes.map(describe).join('; ')}`);
+    for (const outcome of outcomes) {
+      assert.ok(outcome.original.every((pod) => pod.deleted), `${outcome.kind}: every original pod was replaced`);
+      // ADR 0007 §4: a pod created at or after T is current and left alone, whoever created it.
+      const current = outcome.finalReplaced.filter((pod) => Date.parse(pod.createdAt) >= outcome.restartAt);
+      assert.deepEqual(current.map((pod) => pod.name), [], `${outcome.kind}: no pod created at or after T was replaced: ${describe(outcome)}`);
+      if (order === 'secret-first') {
+        assert.deepEqual(outcome.finalReplaced.map((pod) => pod.name), [], `${outcome.kind}: no pod of the Git rollout was replaced: ${describe(outcome)}`);
+      }
+    }
+    const evicted = controller.lines.slice(evictedFrom).filter((line) => line.msg === 'evicted').map((line) => String(line['pod']));
+    assert.equal(new Set(evicted).size, evicted.length, `no pod evicted twice: ${JSON.stringify(evicted)}`);
+
+    const replicaSetsAfter = await deploymentReplicaSets(client, namespace);
+    const created = replicaSetsAfter.filter((replicaSet) => !replicaSetsBefore.includes(replicaSet));
+    assert.equal(created.length, 1, `exactly one new ReplicaSet for the Deployment: ${JSON.stringify(replicaSetsAfter)}`);
+    const deployment = outcomes.find((outcome) => outcome.kind === 'Deployment');
+    const evictedNew = (deployment?.finalReplaced ?? []).filter((pod) => evicted.includes(pod.name));
+    if (order === 'secret-first') assert.deepEqual(evictedNew.map((pod) => pod.name), [], 'the controller evicted nothing from the new ReplicaSet');
+    await argocd.waitForSyncedAndHealthy(name, revision);
+  } finally {
+    await controller.stop();
+  }
+}
+
+fixture.test('a Secret rotated just before a ConfigMap commit is synced: no pod of the Git rollout is replaced, by the controller or the Rollouts controller', (context) =>
+  runScenario(context, 'secret-first'), { timeout: 480_000 });
+
+fixture.test('a Secret rotated just after Argo CD applies a ConfigMap commit: the pods created at or after T are never replaced', (context) =>
+  runScenario(context, 'sync-first'), { timeout: 480_000 });
