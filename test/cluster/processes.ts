@@ -48,12 +48,19 @@ export interface Component {
 // the kernel kills it if this Node process dies without running its handlers.
 const deathSignalWrapper = '/usr/bin/setpriv';
 
+/**
+ * The argv that runs `command` so that the kernel kills it when this Node
+ * process dies (where setpriv exists; the command as it is elsewhere). The
+ * wrapper execs the command, so the child's pid is the command's.
+ * @returns the file to spawn and its arguments.
+ */
+export function tiedToThisProcess(command: string, args: readonly string[]): [string, string[]] {
+  return existsSync(deathSignalWrapper) ? [deathSignalWrapper, ['--pdeathsig', 'KILL', '--', command, ...args]] : [command, [...args]];
+}
+
 /** Starts a component in its own process group with its output in `spec.logFile`. */
 export function startComponent(spec: ComponentSpec): Component {
-  const useWrapper = existsSync(deathSignalWrapper);
-  const [file, args] = useWrapper
-    ? [deathSignalWrapper, ['--pdeathsig', 'KILL', '--', spec.command, ...spec.args]]
-    : [spec.command, [...spec.args]];
+  const [file, args] = tiedToThisProcess(spec.command, spec.args);
   const logFd = openSync(spec.logFile, 'a');
   let child: ChildProcess;
   try {

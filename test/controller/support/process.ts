@@ -9,6 +9,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { Cluster } from '../../cluster/harness.ts';
+import { tiedToThisProcess } from '../../cluster/processes.ts';
 import { waitFor } from '../../cluster/wait.ts';
 import { LEAK_CANARY } from './fixtures.ts';
 
@@ -55,7 +56,9 @@ export async function startControllerProcess(cluster: Cluster, options: Controll
   // Test-friendly defaults, each unless the test sets the flag itself.
   const defaults = ['--debounce=500ms', '--restart-check-interval=500ms', '--log-level=debug', '--http-addr=127.0.0.1:0']
     .filter((flag) => !args.some((arg) => arg.startsWith(`${flag.split('=')[0] as string}=`)));
-  const child: ChildProcess = spawn(process.execPath, [bin, 'controller', `--kubeconfig=${kubeconfigPath}`, ...defaults, ...args], {
+  // Tied to this process: a test run or a demo that is SIGKILLed leaves no controller behind.
+  const [file, argv] = tiedToThisProcess(process.execPath, [bin, 'controller', `--kubeconfig=${kubeconfigPath}`, ...defaults, ...args]);
+  const child: ChildProcess = spawn(file, argv, {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, KUBECONFIG: '', ...options.env },
   });
