@@ -16,7 +16,7 @@ import { applicationStatus, pluginName, type Application, type ArgoCD } from '..
 import type { Cluster } from '../cluster/harness.ts';
 import { podIsReady, useArgoCD } from '../cluster/testing.ts';
 import { waitFor } from '../cluster/wait.ts';
-import { hashOf, podTemplateOf } from './plugin-support.ts';
+import { hashOf } from './plugin-support.ts';
 import { startControllerProcess, type ControllerProcess } from '../controller/support/process.ts';
 import { COLLECTIONS, createExternalSecret, read, rotateSecret, storedSecretValue, uids } from '../controller/support/fixtures.ts';
 
