@@ -16,7 +16,7 @@ import { applicationStatus, pluginName, type Application, type ArgoCD } from '..
 import type { Cluster } from '../cluster/harness.ts';
 import { podIsReady, useArgoCD } from '../cluster/testing.ts';
 import { waitFor } from '../cluster/wait.ts';
-import { hashOf } from './plugin-support.ts';
+import { hashOf, podTemplateOf } from './plugin-support.ts';
 import { startControllerProcess, type ControllerProcess } from '../controller/support/process.ts';
 import { COLLECTIONS, createExternalSecret, read, rotateSecret, storedSecretValue, uids } from '../controller/support/fixtures.ts';
 
@@ -220,7 +220,7 @@ interface Observation {
 interface SyncStatusPoller {
   /** Completed polls so far (each reads every app once). */
   polls(): number;
-  /** Stops polling; returns every observation that was not Synced, and the poll count. */
+  /** Stops polling (idempotent); returns every observation that was not Synced, and the poll count. */
   stop(): Promise<{ polls: number; observations: number; notSynced: Observation[] }>;
 }
 
@@ -361,6 +361,7 @@ fixture.test('out-of-band changes restart every kind in every diff × sync mode,
   const revisionsBefore = await Promise.all(cells.map((cell) => revisionsOf(api, cell.namespace)));
   const controller = await startController(cluster, argocd, cells.map((cell) => cell.namespace), workloads);
   phaseDone('the controller ready, every workload recorded');
+  let poller: SyncStatusPoller | undefined;
   try {
     // The in-band rule: the ConfigMap in the render is Argo CD's to roll; the other three are the controller's.
     for (const w of workloads) {
@@ -368,7 +369,7 @@ fixture.test('out-of-band changes restart every kind in every diff × sync mode,
       assert.deepEqual(Object.keys(JSON.parse(recorded) as object).sort(),
         [`ConfigMap/${SHARED_CONFIGMAP}`, `Secret/${EXTERNAL_SECRET}`, `Secret/${TLS_SECRET}`], `${label(w)}: the out-of-band configs`);
     }
-    const poller = pollSyncStatus(argocd, cells.map((cell) => cell.app));
+    poller = pollSyncStatus(argocd, cells.map((cell) => cell.app));
 
     /** Makes one change and waits until every workload has been restarted for it. */
     const restartRound = async (what: string, change: () => Promise<void>): Promise<void> => {
@@ -447,6 +448,8 @@ fixture.test('out-of-band changes restart every kind in every diff × sync mode,
     assert.deepEqual(restartsAfterSync, [], 'the controller started no restart after the sync');
     phaseDone('hard refresh and sync of every app, nothing restarted');
   } finally {
+    // A failed assertion must not leave the poller running until its own deadline.
+    await poller?.stop();
     await controller.stop();
     for (const cell of cells) {
       await argocd.deleteApplication(cell.app);
@@ -455,3 +458,81 @@ fixture.test('out-of-band changes restart every kind in every diff × sync mode,
     }
   }
 }, { timeout: 900_000 });
+
+/** The Deployment's ReplicaSets: name → desired replicas. */
+async function replicaSetReplicas(client: ApiClient, namespace: string): Promise<Record<string, number>> {
+  const list = await client.request<KubeList>('GET', `/apis/apps/v1/namespaces/${namespace}/replicasets`);
+  return Object.fromEntries(list.items.map((rs) => [String(rs.metadata?.name), Number(rs.spec?.['replicas'] ?? 0)]));
+}
+
+fixture.test('the opt-in template strategy under Argo CD: Synced through the restart, and a Replace=true sync undoes it with a second rollout', async ({ cluster, argocd, namespace }) => {
+  const api = cluster.admin;
+  const name = `${namespace}-template`;
+  const manifest = workloadManifest('Deployment', {
+    // Reloader's rollout-strategy annotation selects it only for Argo Rollouts, as in Reloader; any kind takes Driftless's own.
+    annotations: { 'reloader.stakater.com/auto': 'true', 'driftless.dev/restart-strategy': 'rollout' },
+  });
+  const repo = await argocd.createRepo(name);
+  await repo.commit(workloadFiles([manifest]), 'a Deployment restarted by its template');
+  // The out-of-band configs, written directly (their provenance is the first test's subject).
+  await createExternalSecret(api, namespace, EXTERNAL_SECRET, 'v1');
+  await issueCertificate(api, namespace, '1');
+  await api.request('POST', COLLECTIONS.ConfigMap(namespace), { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: SHARED_CONFIGMAP }, data: { LOG_LEVEL: 'info' } });
+  await createAndSync(argocd, name, { repoURL: repo.url, targetRevision: repo.branch, path: 'workloads', plugin: { name: pluginName } }, namespace,
+    { compareOptions: 'ServerSideDiff=false', syncOptions: [] });
+  const path = workloadPath('Deployment', namespace);
+  const firstPods = await waitFor('two Ready pods', async () => settledPods((await podsByApp(api, namespace)).get(NAMES.Deployment)), { timeoutMs: 120_000 });
+  const [original, ...others] = Object.keys(await replicaSetReplicas(api, namespace));
+  assert.ok(original !== undefined && others.length === 0, 'one ReplicaSet after the first sync');
+
+  const controller = await startController(cluster, argocd, [namespace], [{ kind: 'Deployment', namespace }]);
+  let poller: SyncStatusPoller | undefined;
+  try {
+    poller = pollSyncStatus(argocd, [name]);
+    await rotateSecret(api, namespace, EXTERNAL_SECRET, 'v2');
+    // A true rolling update: the controller's template annotation gives the Deployment a second ReplicaSet.
+    let lastSeen = '';
+    const restarted = await waitFor('the rolling update through driftless.dev/restarted-at', async () => {
+      const live = await read(api, path);
+      const at = podTemplateOf(live)?.metadata?.annotations?.['driftless.dev/restarted-at'];
+      const pods = settledPods((await podsByApp(api, namespace)).get(NAMES.Deployment));
+      const replicaSets = await replicaSetReplicas(api, namespace);
+      const fresh = Object.entries(replicaSets).filter(([rs]) => rs !== original);
+      lastSeen = JSON.stringify({ at, restartAt: live.metadata?.annotations?.[RESTART_AT], pods: pods?.length, replicaSets, original });
+      const done = at !== undefined && at === live.metadata?.annotations?.[RESTART_AT] && pods !== undefined
+        && uids(pods).every((uid) => !uids(firstPods).includes(uid)) && fresh.length === 1 && fresh[0]?.[1] === PODS_PER_WORKLOAD && replicaSets[original] === 0;
+      return done ? { pods, replicaSet: fresh[0]?.[0] ?? '' } : undefined;
+    }, { timeoutMs: 180_000 }).catch((error: unknown) => {
+      throw new Error(`${(error as Error).message}; last seen ${lastSeen}`, { cause: error });
+    });
+    await compareNow(argocd, name);
+    const polled = await poller.stop();
+    assert.deepEqual(polled.notSynced, [], 'Synced at every poll through the template restart (legacy diff)');
+    assert.equal(controller.lines.filter((line) => line.msg === 'evicted').length, 0, 'the Deployment controller replaced the pods, not evictions');
+
+    // Replace=true PUTs the object as Git renders it: the template annotation and the bookkeeping go.
+    const operation = await hardRefreshAndSync(argocd, name, ['Replace=true']);
+    assert.equal(operation['phase'], 'Succeeded');
+    const undone = await waitFor('the Deployment back on its original ReplicaSet', async () => {
+      const live = await read(api, path);
+      const pods = settledPods((await podsByApp(api, namespace)).get(NAMES.Deployment));
+      const replicaSets = await replicaSetReplicas(api, namespace);
+      const back = pods !== undefined && replicaSets[original] === PODS_PER_WORKLOAD && replicaSets[restarted.replicaSet] === 0
+        && uids(pods).every((uid) => !uids(restarted.pods).includes(uid));
+      return back ? live : undefined;
+    }, { timeoutMs: 180_000 });
+    assert.equal(podTemplateOf(undone)?.metadata?.annotations?.['driftless.dev/restarted-at'], undefined, 'the template annotation is gone');
+    assert.deepEqual(Object.keys(await replicaSetReplicas(api, namespace)).sort(), [original, restarted.replicaSet].sort(), 'a second rollout, back to the original ReplicaSet (no third one)');
+    // The controller sees a workload without its record: first sight, recorded, nothing restarted.
+    const logIndex = controller.lines.length;
+    const recorded = await waitFor('the record again', async () => (await read(api, path)).metadata?.annotations?.[RESTARTED_FOR], { timeoutMs: 120_000 });
+    assert.ok(recorded);
+    await compareNow(argocd, name);
+    assert.equal(applicationStatus(await argocd.getApplication(name)).sync?.status, 'Synced');
+    assert.equal((await read(api, path)).metadata?.annotations?.[RESTART_AT], undefined, 'no new restart');
+    assert.deepEqual(controller.lines.slice(logIndex).filter((line) => typeof line['restartAt'] === 'string'), [], 'the controller started no restart');
+  } finally {
+    await poller?.stop();
+    await controller.stop();
+  }
+}, { timeout: 600_000 });
