@@ -94,8 +94,15 @@ export interface ArgoCD {
   readonly pluginEnvironment: Readonly<Record<string, string>>;
   /** A new bare Git repository (file://) with a working clone; the first commit creates `main`. */
   createRepo(name: string): Promise<GitRepo>;
-  /** Creates an Application in `argocd`; `spec.project` defaults to `default`. */
-  createApplication(name: string, spec: Readonly<Record<string, unknown>>): Promise<Application>;
+  /**
+   * Creates an Application in `argocd`; `spec.project` defaults to `default`. Annotations (e.g.
+   * `argocd.argoproj.io/compare-options`) are set at creation, so the first comparison already uses them.
+   */
+  createApplication(
+    name: string,
+    spec: Readonly<Record<string, unknown>>,
+    options?: { readonly annotations?: Readonly<Record<string, string>> },
+  ): Promise<Application>;
   getApplication(name: string): Promise<Application>;
   /** Every Application in `argocd`. */
   listApplications(): Promise<Application[]>;
@@ -343,11 +350,11 @@ export async function startArgoCD(cluster: Cluster, options: ArgoCdOptions = {})
       hashKeyFile: dir('hash-key', 'key'),
       pluginEnvironment,
       createRepo: (name) => createGitRepo(dir('repos'), name),
-      async createApplication(name, spec) {
+      async createApplication(name, spec, options = {}) {
         return admin.request<Application>('POST', applicationsPath, {
           apiVersion: 'argoproj.io/v1alpha1',
           kind: 'Application',
-          metadata: { name, namespace: argoCdNamespace },
+          metadata: { name, namespace: argoCdNamespace, ...(options.annotations === undefined ? {} : { annotations: options.annotations }) },
           spec: { project: 'default', ...spec },
         });
       },
