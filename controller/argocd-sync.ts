@@ -55,3 +55,22 @@ export function syncWait(input: SyncWaitInput): SyncWait {
   const remainingMs = restartAt + waitMs - now;
   return remainingMs > 0 ? { action: 'wait', reason, remainingMs } : { action: 'expired', reason };
 }
+
+/**
+ * Why a Rollout's own update is still replacing its pods, or `undefined`. A
+ * restart through `spec.restartAt` asked for mid-update restarts the old
+ * ReplicaSet's pods that the update is about to scale down anyway (seen with
+ * Argo Rollouts 1.10: two extra pods of the old revision), so after a sync the
+ * restart waits for the update to finish.
+ */
+export function rolloutUpdating(workload: Pick<WorkloadSummary, 'generation' | 'replicas' | 'status'>): string | undefined {
+  const { status } = workload;
+  if (status.observedGeneration !== undefined && status.observedGeneration < workload.generation) {
+    return `the Rollouts controller has observed generation ${status.observedGeneration} of ${workload.generation}`;
+  }
+  const replicas = status.replicas ?? 0;
+  const updated = status.updatedReplicas ?? 0;
+  if (updated !== replicas) return `an update is in progress: ${updated} of ${replicas} replicas updated`;
+  if (replicas > (workload.replicas ?? 1)) return `an update is in progress: ${replicas} replicas for ${workload.replicas ?? 1} desired`;
+  return undefined;
+}

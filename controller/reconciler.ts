@@ -15,7 +15,7 @@ import { ManifestError, type PolicyMode } from '../core/index.ts';
 import { BOOKKEEPING, formatDigestMap, formatTime, parseDigestMap, parseRestartAt } from './bookkeeping.ts';
 import { parseWorkloadKey, workloadKey, type ClusterView } from './cache/cluster-view.ts';
 import type { Clock } from './clock.ts';
-import { syncWait } from './argocd-sync.ts';
+import { rolloutUpdating, syncWait } from './argocd-sync.ts';
 import { compareDigests, outOfBandDigests, resolveStrategy, selectConfigs, type ResolvedStrategy } from './decide.ts';
 import type { EventRecorder } from './events.ts';
 import type { FleetMetrics } from './fleet/metrics.ts';
@@ -333,7 +333,17 @@ export class Reconciler {
     if (strategy === 'template' && workload.templateRestartedAt === formatTime(restartAt)) return undefined;
     if (strategy === 'evict' && !this.#deps.view.podsOf(workload).some((pod) => !pod.deleting && !isTerminal(pod) && pod.createdAt < restartAt)) return undefined;
     const rule = this.#syncWaitOf(workload, restartAt, now);
-    if (rule.action === 'go') return undefined;
+    if (rule.action === 'go') {
+      // The sync is done (or none is pending) but may have started the Rollout's own update: within the
+      // bound, spec.restartAt waits for it, or it would restart old pods the update removes anyway.
+      // Only for a workload of a watched Application: without Argo CD nothing changes.
+      const tracked = workload.tracking !== undefined && this.#deps.view.application(workload.tracking.app) !== undefined;
+      const updating = tracked && strategy === 'restart-at' && now < restartAt + (options.argocdSyncWaitMs ?? 0) ? rolloutUpdating(workload) : undefined;
+      if (updating === undefined) return undefined;
+      this.#restarting.add(key);
+      log.debug({ workload: key, reason: updating }, 'restart waiting for the Rollout\'s update');
+      return { requeueAfterMs: options.checkIntervalMs };
+    }
     const announced = this.#syncWaits.get(key);
     const state = announced?.restartAt === restartAt ? announced : { restartAt, expired: false };
     const first = state !== announced;

@@ -264,7 +264,8 @@ function readStrategy(kind: WorkloadKindName, spec: Raw): UpdateStrategy {
 
 function readStatus(status: Raw): WorkloadStatus {
   return Object.freeze({
-    observedGeneration: optionalNumber(status['observedGeneration']),
+    // Argo Rollouts writes its observedGeneration as a string ("3").
+    observedGeneration: optionalNumber(status['observedGeneration']) ?? (typeof status['observedGeneration'] === 'string' && /^\d+$/.test(status['observedGeneration']) ? Number(status['observedGeneration']) : undefined),
     replicas: optionalNumber(status['replicas']),
     updatedReplicas: optionalNumber(status['updatedReplicas']),
     readyReplicas: optionalNumber(status['readyReplicas']),

@@ -8,16 +8,16 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { pino } from 'pino';
-import { syncWait } from '../../controller/argocd-sync.ts';
+import { rolloutUpdating, syncWait } from '../../controller/argocd-sync.ts';
 import { BOOKKEEPING } from '../../controller/bookkeeping.ts';
-import { reduceApplication } from '../../controller/cache/reduce.ts';
+import { reduceApplication, reduceWorkload } from '../../controller/cache/reduce.ts';
 import { ClusterView, workloadKey } from '../../controller/cache/cluster-view.ts';
 import { FakeClock } from '../../controller/clock.ts';
 import type { EventReason, EventRecorder } from '../../controller/events.ts';
 import type { OwnFields, Writes } from '../../controller/kube/writes.ts';
 import type { ApplicationSummary, PodSummary, WorkloadSummary } from '../../controller/model.ts';
 import { Reconciler } from '../../controller/reconciler.ts';
-import { config, workload } from './support/summaries.ts';
+import { ANNOTATION_TRACKING, config, rawWorkload, workload } from './support/summaries.ts';
 
 const START = Date.parse('2026-01-01T00:00:00Z');
 const WAIT_MS = 60_000;
@@ -273,4 +273,18 @@ test('the rollout strategy records T at once and writes the template annotation 
   h.setApp({ phase: 'Failed' });
   await reconciler.reconcile(h.key);
   assert.equal(h.view.workload(h.key)?.templateRestartedAt, '2026-01-01T00:00:01Z', 'a sync that replaced nothing: the restart goes on');
+});
+
+test('rolloutUpdating: a Rollout whose generation is not observed yet, or whose replicas are not all updated, is still updating', () => {
+  const base = workload('Rollout', 'r', { spec: { replicas: 2 } });
+  const at = (fields: Partial<WorkloadSummary['status']>, generation = 1): WorkloadSummary => ({ ...base, generation, status: { ...base.status, ...fields } });
+  assert.equal(rolloutUpdating(at({ observedGeneration: 1, replicas: 2, updatedReplicas: 2 })), undefined);
+  assert.match(rolloutUpdating(at({ observedGeneration: 1, replicas: 2, updatedReplicas: 2 }, 2)) ?? '', /observed generation 1 of 2/);
+  assert.match(rolloutUpdating(at({ replicas: 3, updatedReplicas: 1 })) ?? '', /1 of 3 replicas updated/);
+  assert.match(rolloutUpdating(at({ replicas: 3, updatedReplicas: 3 })) ?? '', /3 replicas for 2 desired/);
+});
+
+test('reduceWorkload reads Argo Rollouts\' observedGeneration, which it writes as a string', () => {
+  const raw = { ...rawWorkload('Rollout', 'r'), status: { observedGeneration: '3' } };
+  assert.equal(reduceWorkload({ apiVersion: 'argoproj.io/v1alpha1', kind: 'Rollout' }, raw, ANNOTATION_TRACKING).status.observedGeneration, 3);
 });
