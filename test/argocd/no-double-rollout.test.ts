@@ -288,7 +288,9 @@ async function runScenario(
     t.diagnostic(`${order}: rotated at ${new Date(rotatedAt).toISOString().slice(11)}; ${outcomes.map(describe).join('; ')}`);
     // What the controller did and why it waited, for the record of a failure.
     const steps = controller.lines.slice(evictedFrom).filter((line) => ['evicted', 'restart waiting', 'restart waiting for Argo CD', 'restart waiting for the Rollout\'s update'].includes(String(line.msg)));
-    t.diagnostic(`controller: ${steps.map((line) => `${String(line['time']).slice(11, 23)} ${String(line['workload'] ?? '')} ${String(line.msg)} ${String(line['pod'] ?? line['reason'] ?? '')}`).filter((text, i, all) => all.indexOf(text) === i).join('; ')}`);
+    const text = (value: unknown): string => (typeof value === 'string' ? value : '');
+    const said = steps.map((line) => `${text(line['time']).slice(11, 23)} ${text(line['workload'])} ${text(line.msg)} ${text(line['pod']) || text(line['reason'])}`);
+    t.diagnostic(`controller: ${said.filter((line, i) => said.indexOf(line) === i).join('; ')}`);
     const evicted = controller.lines.slice(evictedFrom).filter((line) => line.msg === 'evicted').map((line) => String(line['pod']));
     for (const outcome of outcomes) {
       const { pods } = WORKLOADS.find((w) => w.kind === outcome.kind) ?? { pods: 0 };
