@@ -325,8 +325,8 @@ async function runScenario(
   }
 }
 
-fixture.test('a Secret rotated just before a ConfigMap commit is synced: no pod of the Git rollout is replaced, by the controller or the Rollouts controller', (context) =>
+fixture.test('a Secret rotated a second before a webhook-driven ConfigMap sync: the controller waits for the sync, and each pod is replaced exactly once', (context) =>
   runScenario(context, 'secret-first'), { timeout: 480_000 });
 
-fixture.test('a Secret rotated just after Argo CD applies a ConfigMap commit: the pods created at or after T are never replaced', (context) =>
+fixture.test('a Secret rotated just after Argo CD applies a ConfigMap commit: the rollout\'s pods created before T are replaced, those at or after T never', (context) =>
   runScenario(context, 'sync-first'), { timeout: 480_000 });
