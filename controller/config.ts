@@ -126,6 +126,10 @@ export interface ControllerConfig {
   readonly argocdTrackingMethod: TrackingMethod;
   /** The label key of Argo CD's label tracking (`application.instanceLabelKey`). */
   readonly argocdTrackingLabel: string;
+  /** Where Argo CD's Applications are watched, to hold a restart its pending sync performs anyway (ADR 0011). */
+  readonly argocdNamespace: string;
+  /** The longest a restart holds, from T, for Argo CD's pending sync; 0 = never (and no Application watch). */
+  readonly argocdSyncWait: DurationSetting;
   readonly logLevel: LogLevel;
   /** Page size of ConfigMap and Secret lists (`limit`), so a list never holds a namespace's payload at once. */
   readonly listPageSize: number;
@@ -429,6 +433,19 @@ export const CONTROLLER_FLAGS: readonly ControllerFlagSpec[] = Object.freeze([
     description: "The label of Argo CD's label tracking, as its application.instanceLabelKey.",
   }),
   flag({
+    name: 'argocd-namespace',
+    type: 'namespace-list',
+    default: 'argocd',
+    description: "Namespace of Argo CD's Applications, watched (get/list/watch applications.argoproj.io) to know of a pending sync; without the CRD or the permission the wait is off.",
+  }),
+  flag({
+    name: 'argocd-sync-wait',
+    type: 'duration',
+    range: { min: 0, max: MAX_DURATION_MS },
+    default: '60s',
+    description: "A restart holds at most this long after T while the workload's Application has a sync running, a refresh requested, or automated sync and the workload OutOfSync: the sync rolls it anyway (0 never waits).",
+  }),
+  flag({
     name: 'log-level',
     type: 'enum',
     values: LOG_LEVELS,
@@ -636,6 +653,8 @@ export function parseControllerConfig(argv: readonly string[], env: Env): Contro
     restartCheckInterval: read('restart-check-interval', asDuration),
     argocdTrackingMethod: read('argocd-tracking-method', asEnum) as TrackingMethod,
     argocdTrackingLabel: read('argocd-tracking-label', asLabelKey),
+    argocdNamespace: read('argocd-namespace', asSingleNamespace),
+    argocdSyncWait: read('argocd-sync-wait', asDuration),
     logLevel: read('log-level', asEnum) as LogLevel,
     listPageSize: read('list-page-size', asInteger),
     httpAddr: readOptional('http-addr', asAddress) ?? (kubeconfig.length > 0 ? '127.0.0.1:8080' : ':8080'),

@@ -9,7 +9,7 @@ import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import type { HashKey } from '../core/index.ts';
 import { ClusterView } from './cache/cluster-view.ts';
-import { reduceConfig, reducePod, reduceProviderPodStatus, reduceReplicaSet, reduceWorkload, type TrackingOptions } from './cache/reduce.ts';
+import { reduceApplication, reduceConfig, reducePod, reduceProviderPodStatus, reduceReplicaSet, reduceWorkload, type TrackingOptions } from './cache/reduce.ts';
 import type { Clock } from './clock.ts';
 import type { ControllerConfig } from './config.ts';
 import { createEventRecorder } from './events.ts';
@@ -110,6 +110,7 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
         breakerWindowMs: config.breakerWindow.ms,
       },
       dryRun: config.dryRun,
+      argocdSyncWaitMs: config.argocdSyncWait.ms,
     },
     // A workload that finds no token is requeued for when the next one accrues: a worker never waits.
     startLimiter: { tryTake: () => restartStarts.tryTake(), retryAfterMs: Math.ceil(1000 / config.restartRate) },
@@ -189,6 +190,14 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
     watch(OTHER_RESOURCES.providerPodStatuses, namespace, { reduce: (raw) => reduceProviderPodStatus(raw, deps.hashKey) }, (previous, next) => {
       enqueue(view.providerStatusChanged(previous, next, clock.now()));
     });
+  }
+  // Argo CD's Applications, to hold a restart its pending sync performs anyway (ADR 0011). Optional twice over:
+  // without the CRD the reflector sees an empty collection, without the permission it turns itself off.
+  if (config.argocdSyncWait.ms > 0) {
+    watch(OTHER_RESOURCES.applications, config.argocdNamespace, {
+      reduce: (raw) => reduceApplication(raw, config.argocdNamespace),
+      offWhenForbidden: true,
+    }, (previous, next) => enqueue(view.applicationChanged(previous, next)));
   }
   if (config.namespaceSelector !== undefined) {
     watch(OTHER_RESOURCES.namespaces, undefined, {
@@ -276,7 +285,7 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
         // A watch silent past its bound (twice the silence timeout: the reflector itself restarts it after one).
         const bound = 2 * config.watchSilenceTimeout.ms;
         const now = clock.now();
-        const stale = reflectors.find((r) => r.synced && now - r.lastActivity > bound && !r.absent);
+        const stale = reflectors.find((r) => r.synced && now - r.lastActivity > bound && !r.absent && !r.disabled);
         return stale === undefined ? undefined : `watch of ${stale.spec.name} silent for ${Math.round((now - stale.lastActivity) / 1000)}s`;
       },
     },

@@ -14,7 +14,9 @@ import type { WorkloadSummary } from './model.ts';
 /** Reasons, CamelCase as Kubernetes writes them. */
 export type EventReason = 'RestartStarted' | 'RestartFinished' | 'RestartBlocked' | 'RestartSkipped' | 'RestartWarning' | 'Recorded' | 'PolicyError'
   /** Fleet safety (controller/fleet/): a restart waits for its interval, was halted by the health gate, or the breaker is open. */
-  | 'RestartDeferred' | 'RestartHalted' | 'RestartPaused';
+  | 'RestartDeferred' | 'RestartHalted' | 'RestartPaused'
+  /** A restart waits for Argo CD's pending sync (ADR 0011), or stopped waiting at its bound. */
+  | 'RestartWaitingForSync' | 'RestartSyncWaitExpired';
 
 /** Writes Events. */
 export interface EventRecorder {

@@ -151,3 +151,24 @@ export interface DecideOptions {
   readonly mode: PolicyMode;
   readonly defaultStrategy: RestartStrategy;
 }
+
+/**
+ * An Argo CD Application, cut down to what says a sync is about to roll its
+ * workloads (ADR 0011). No manifest, history or condition is kept.
+ */
+export interface ApplicationSummary extends ObjectRef {
+  readonly resourceVersion: string;
+  /**
+   * How tracking ids name this Application: `<name>` for one in the Argo CD
+   * namespace (`--argocd-namespace`), and always `<namespace>_<name>`.
+   */
+  readonly trackingIds: readonly string[];
+  /** `.operation` is set, or `status.operationState.phase` is Running or Terminating: a sync is applying. */
+  readonly operationRunning: boolean;
+  /** The annotation `argocd.argoproj.io/refresh` is set (a webhook, `argocd app get --refresh`): a comparison is due. */
+  readonly refreshRequested: boolean;
+  /** `spec.syncPolicy.automated` is present and not `enabled: false`: Argo CD syncs an OutOfSync app by itself. */
+  readonly automated: boolean;
+  /** `group/Kind/namespace/name` of every resource `status.resources` lists OutOfSync, sorted. */
+  readonly outOfSync: readonly string[];
+}

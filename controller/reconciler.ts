@@ -15,6 +15,7 @@ import { ManifestError, type PolicyMode } from '../core/index.ts';
 import { BOOKKEEPING, formatDigestMap, formatTime, parseDigestMap, parseRestartAt } from './bookkeeping.ts';
 import { parseWorkloadKey, workloadKey, type ClusterView } from './cache/cluster-view.ts';
 import type { Clock } from './clock.ts';
+import { rolloutUpdating, syncWait } from './argocd-sync.ts';
 import { compareDigests, outOfBandDigests, resolveStrategy, selectConfigs, type ResolvedStrategy } from './decide.ts';
 import type { EventRecorder } from './events.ts';
 import type { FleetMetrics } from './fleet/metrics.ts';
@@ -42,6 +43,12 @@ export interface ReconcileOptions {
    * in memory and read back, and a restart reports every eviction at once.
    */
   readonly dryRun?: boolean;
+  /**
+   * `--argocd-sync-wait`: a restart about to act holds this long at most, from
+   * T, while the workload's Argo CD Application is about to roll it (ADR 0011);
+   * 0 or absent: never.
+   */
+  readonly argocdSyncWaitMs?: number;
 }
 
 /** The fleet-wide limit on restart starts (a TokenBucket); `retryAfterMs` is when to look again. */
@@ -92,6 +99,8 @@ export class Reconciler {
   /** Halts we wrote that the cache may not show yet, with the resourceVersion they were based on. */
   readonly #pendingHalts = new Map<string, { readonly at: number; readonly basedOn: string }>();
   #breaker: { readonly at: number; readonly state: BreakerState } | undefined;
+  /** Per workload, the T whose wait for Argo CD was announced (and whether its bound expired): one Event each. */
+  readonly #syncWaits = new Map<string, { readonly restartAt: number; expired: boolean }>();
 
   constructor(deps: ReconcilerDeps) {
     this.#deps = deps;
@@ -164,10 +173,13 @@ export class Reconciler {
         const held = await this.#holdStart(key, workload, changed, restartAt, halt, now);
         if (held !== false) return held;
         restartAt = verdict.restartAt;
+        // T is recorded now, as always (a controller restarted while waiting resumes from it); the template
+        // annotation is the restart's first act, so it waits with the rest while Argo CD is about to sync.
+        const waitsForSync = this.#syncWaitOf(workload, restartAt, now).action === 'wait';
         await this.#apply(workload, {
           restartedFor: formatDigestMap(current),
           restartAt: formatTime(restartAt),
-          templateRestartedAt: strategy === 'template' ? formatTime(restartAt) : workload.templateRestartedAt,
+          templateRestartedAt: strategy === 'template' && !waitsForSync ? formatTime(restartAt) : workload.templateRestartedAt,
         });
         this.#restarting.add(key);
         this.#blockedSince.delete(key);
@@ -218,6 +230,8 @@ export class Reconciler {
   /** Moves a restart one step: the Rollout's restartAt, the template annotation, or the next paced evictions. */
   async #progress(key: string, workload: WorkloadSummary, strategy: ResolvedStrategy, restartAt: number, now: number): Promise<ProcessResult> {
     const { options } = this.#deps;
+    const held = await this.#holdForSync(key, workload, strategy, restartAt, now);
+    if (held !== undefined) return held;
     if (strategy === 'restart-at') {
       const restarted = parseRestartAt(workload.status.restartedAt);
       if (restarted !== undefined && restarted >= restartAt) return this.#done(key, workload, restartAt);
@@ -297,6 +311,55 @@ export class Reconciler {
         return { requeueAfterMs: options.checkIntervalMs };
       }
     }
+  }
+
+  /** The sync-wait rule for this workload's Application (ADR 0011). */
+  #syncWaitOf(workload: WorkloadSummary, restartAt: number, now: number): ReturnType<typeof syncWait> {
+    const app = workload.tracking === undefined ? undefined : this.#deps.view.application(workload.tracking.app);
+    return syncWait({ app, workload, restartAt, now, waitMs: this.#deps.options.argocdSyncWaitMs ?? 0 });
+  }
+
+  /**
+   * Holds a restart that has not acted yet while Argo CD is about to roll the workload: the sync's pods
+   * post-date T, so the restart then finishes with nothing to do. Bounded by `--argocd-sync-wait` from T.
+   * `undefined`: go on.
+   */
+  async #holdForSync(key: string, workload: WorkloadSummary, strategy: ResolvedStrategy, restartAt: number, now: number): Promise<ProcessResult | undefined> {
+    const { options, events, log } = this.#deps;
+    if ((options.argocdSyncWaitMs ?? 0) <= 0) return undefined;
+    // Only a restart that has not acted yet is held: once asked of the Rollouts controller or the template,
+    // it is theirs; evictions are held only while stale pods remain (nothing else is left to hold).
+    if (strategy === 'restart-at' && (parseRestartAt(workload.restartAt) ?? 0) >= restartAt) return undefined;
+    if (strategy === 'template' && workload.templateRestartedAt === formatTime(restartAt)) return undefined;
+    if (strategy === 'evict' && !this.#deps.view.podsOf(workload).some((pod) => !pod.deleting && !isTerminal(pod) && pod.createdAt < restartAt)) return undefined;
+    const rule = this.#syncWaitOf(workload, restartAt, now);
+    if (rule.action === 'go') {
+      // The sync is done (or none is pending) but may have started the Rollout's own update: within the
+      // bound, spec.restartAt waits for it, or it would restart old pods the update removes anyway.
+      // Only for a workload of a watched Application: without Argo CD nothing changes.
+      const tracked = workload.tracking !== undefined && this.#deps.view.application(workload.tracking.app) !== undefined;
+      const updating = tracked && strategy === 'restart-at' && now < restartAt + (options.argocdSyncWaitMs ?? 0) ? rolloutUpdating(workload) : undefined;
+      if (updating === undefined) return undefined;
+      this.#restarting.add(key);
+      log.debug({ workload: key, reason: updating }, 'restart waiting for the Rollout\'s update');
+      return { requeueAfterMs: options.checkIntervalMs };
+    }
+    const announced = this.#syncWaits.get(key);
+    const state = announced?.restartAt === restartAt ? announced : { restartAt, expired: false };
+    const first = state !== announced;
+    this.#syncWaits.set(key, state);
+    const bound = `${Math.round((options.argocdSyncWaitMs ?? 0) / 1000)}s`;
+    if (rule.action === 'expired') {
+      if (!state.expired) {
+        state.expired = true;
+        await events.warning(workload, 'RestartSyncWaitExpired', `${rule.reason} ${bound} after ${formatTime(restartAt)} (--argocd-sync-wait): restarting anyway`);
+      }
+      return undefined;
+    }
+    this.#restarting.add(key);
+    log.debug({ workload: key, reason: rule.reason }, 'restart waiting for Argo CD');
+    if (first) await events.normal(workload, 'RestartWaitingForSync', `${rule.reason}: its sync replaces the pods, so the restart at ${formatTime(restartAt)} waits for it (at most ${bound})`);
+    return { requeueAfterMs: Math.max(1, Math.min(options.checkIntervalMs, rule.remainingMs)) };
   }
 
   /**
@@ -439,6 +502,7 @@ export class Reconciler {
   /** Forgets a restart in progress; true when there was one. */
   #finish(key: string): boolean {
     this.#blockedSince.delete(key);
+    this.#syncWaits.delete(key);
     if (this.#deps.view.workload(key) === undefined) {
       this.#lastApply.delete(key);
       this.#shadow.delete(key);

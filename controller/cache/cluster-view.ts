@@ -8,7 +8,7 @@
 import type { ConfigKind } from '../../core/index.ts';
 import { namedMatch, readWorkloadPolicy, CONFIG_KINDS } from '../../core/index.ts';
 import type { ConfigLookup } from '../decide.ts';
-import type { ConfigSummary, PodSummary, ReplicaSetSummary, WorkloadKindName, WorkloadSummary } from '../model.ts';
+import type { ApplicationSummary, ConfigSummary, PodSummary, ReplicaSetSummary, WorkloadKindName, WorkloadSummary } from '../model.ts';
 import type { ProviderPodStatusSummary } from './reduce.ts';
 
 /** `Kind/namespace/name`: the workqueue key of a workload. */
@@ -72,6 +72,10 @@ export class ClusterView {
   readonly #replicaSetsByOwner = new Map<string, Set<string>>();
   readonly #providerStatuses = new Map<string, ProviderPodStatusSummary>();
   readonly #providerClasses = new Map<string, ProviderClassState>();
+  /** Argo CD Applications by every tracking id that names them. */
+  readonly #applications = new Map<string, ApplicationSummary>();
+  /** Tracking app id → keys of the workloads it tracks (an Application change enqueues them). */
+  readonly #byApp = new Map<string, Set<string>>();
 
   // ---- configs -------------------------------------------------------------
 
@@ -182,6 +186,7 @@ export class ClusterView {
       for (const reference of previous.references) remove(this.#dependents, `${previous.namespace}/${reference.kind}/${reference.name}`, key);
       remove(this.#namedPatterns, previous.namespace, key);
       if (previous.workloadRef !== undefined) remove(this.#borrowers, `${previous.namespace}/${previous.workloadRef.kind}/${previous.workloadRef.name}`, key);
+      if (previous.tracking !== undefined) remove(this.#byApp, previous.tracking.app, key);
     }
     if (next === undefined) {
       this.#workloads.delete(key);
@@ -190,6 +195,7 @@ export class ClusterView {
       for (const reference of next.references) add(this.#dependents, `${next.namespace}/${reference.kind}/${reference.name}`, key);
       if (hasNamedPatterns(next)) add(this.#namedPatterns, next.namespace, key);
       if (next.workloadRef !== undefined) add(this.#borrowers, `${next.namespace}/${next.workloadRef.kind}/${next.workloadRef.name}`, key);
+      if (next.tracking !== undefined) add(this.#byApp, next.tracking.app, key);
     }
     const keys = [key];
     if (any.kind === 'Deployment') keys.push(...(this.#borrowers.get(`${any.namespace}/Deployment/${any.name}`) ?? []));
@@ -212,6 +218,29 @@ export class ClusterView {
 
   get workloadCount(): number {
     return this.#workloads.size;
+  }
+
+  // ---- Argo CD Applications -------------------------------------------------
+
+  /**
+   * Stores an Application change; returns the workloads it tracks when what
+   * the sync-wait rule reads changed (status churn such as reconciledAt does not).
+   */
+  applicationChanged(previous: ApplicationSummary | undefined, next: ApplicationSummary | undefined): string[] {
+    for (const id of previous?.trackingIds ?? []) this.#applications.delete(id);
+    for (const id of next?.trackingIds ?? []) this.#applications.set(id, next as ApplicationSummary);
+    const same = previous !== undefined && next !== undefined && previous.operationRunning === next.operationRunning
+      && previous.refreshRequested === next.refreshRequested && previous.automated === next.automated
+      && previous.outOfSync.join('\n') === next.outOfSync.join('\n');
+    if (same) return [];
+    const keys = new Set<string>();
+    for (const id of [...(previous?.trackingIds ?? []), ...(next?.trackingIds ?? [])]) for (const key of this.#byApp.get(id) ?? []) keys.add(key);
+    return [...keys].sort();
+  }
+
+  /** The Application a tracking id names (`<app>` or `<namespace>_<app>`), when watched. */
+  application(trackingApp: string): ApplicationSummary | undefined {
+    return this.#applications.get(trackingApp);
   }
 
   // ---- pods ----------------------------------------------------------------

@@ -20,6 +20,7 @@ import {
 } from '../../core/index.ts';
 import { BOOKKEEPING } from '../bookkeeping.ts';
 import type {
+  ApplicationSummary,
   ConfigProducer,
   ConfigSummary,
   PodSummary,
@@ -263,7 +264,8 @@ function readStrategy(kind: WorkloadKindName, spec: Raw): UpdateStrategy {
 
 function readStatus(status: Raw): WorkloadStatus {
   return Object.freeze({
-    observedGeneration: optionalNumber(status['observedGeneration']),
+    // Argo Rollouts writes its observedGeneration as a string ("3").
+    observedGeneration: optionalNumber(status['observedGeneration']) ?? (typeof status['observedGeneration'] === 'string' && /^\d+$/.test(status['observedGeneration']) ? Number(status['observedGeneration']) : undefined),
     replicas: optionalNumber(status['replicas']),
     updatedReplicas: optionalNumber(status['updatedReplicas']),
     readyReplicas: optionalNumber(status['readyReplicas']),
@@ -343,5 +345,43 @@ export function reduceWorkload(type: { readonly apiVersion: string; readonly kin
     usesVolumeClaims: (Array.isArray(spec['volumeClaimTemplates']) && spec['volumeClaimTemplates'].length > 0)
       || volumes.some((volume) => isRecord(record(volume)['persistentVolumeClaim'])),
     status: readStatus(record(object['status'])),
+  });
+}
+
+/** The annotation Argo CD's webhook and `argocd app get --refresh` set, and its controller removes once refreshed. */
+export const ARGOCD_REFRESH_ANNOTATION = 'argocd.argoproj.io/refresh';
+
+/** `group/Kind/namespace/name`: how an Application's resource list and a workload name one object. */
+export function applicationResourceKey(group: string, kind: string, namespace: string, name: string): string {
+  return `${group}/${kind}/${namespace}/${name}`;
+}
+
+/**
+ * Reduces an Argo CD Application to whether a sync is about to roll its
+ * resources. `argocdNamespace` is the control-plane namespace, whose
+ * Applications tracking ids name without a namespace prefix.
+ */
+export function reduceApplication(raw: unknown, argocdNamespace: string): ApplicationSummary {
+  const object = record(raw);
+  const metadata = record(object['metadata']);
+  const status = record(object['status']);
+  const namespace = str(metadata['namespace']);
+  const name = str(metadata['name']);
+  const phase = str(record(status['operationState'])['phase']);
+  const automated = record(record(object['spec'])['syncPolicy'])['automated'];
+  const outOfSync = (Array.isArray(status['resources']) ? status['resources'] : [])
+    .map(record)
+    .filter((resource) => resource['status'] === 'OutOfSync')
+    .map((resource) => applicationResourceKey(str(resource['group']), str(resource['kind']), str(resource['namespace']), str(resource['name'])))
+    .sort();
+  return Object.freeze({
+    namespace,
+    name,
+    resourceVersion: str(metadata['resourceVersion']),
+    trackingIds: Object.freeze(namespace === argocdNamespace ? [name, `${namespace}_${name}`] : [`${namespace}_${name}`]),
+    operationRunning: isRecord(object['operation']) || phase === 'Running' || phase === 'Terminating',
+    refreshRequested: optionalString(record(metadata['annotations'])[ARGOCD_REFRESH_ANNOTATION]) !== undefined,
+    automated: isRecord(automated) && automated['enabled'] !== false,
+    outOfSync: Object.freeze([...new Set(outOfSync)]),
   });
 }

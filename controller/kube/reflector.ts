@@ -22,7 +22,7 @@
 import type { Logger } from 'pino';
 import { sleep, type Clock } from '../clock.ts';
 import type { KubeClient } from './client.ts';
-import { KubeApiError, isGone, isNotFound } from './errors.ts';
+import { KubeApiError, isForbidden, isGone, isNotFound } from './errors.ts';
 
 /** What a reflector lists and watches, and how it reduces objects. */
 export interface ReflectorSpec<S> {
@@ -40,6 +40,12 @@ export interface ReflectorSpec<S> {
    * `raw`: the raw object, and with it any Secret payload, dies here.
    */
   reduce(raw: unknown, previous: S | undefined): S | undefined;
+  /**
+   * An optional feature's watch: a 401/403 on its list is logged once as a
+   * Warning and the reflector stops for good (synced, empty, `disabled`)
+   * instead of retrying an RBAC nobody granted.
+   */
+  readonly offWhenForbidden?: boolean;
 }
 
 /**
@@ -112,6 +118,7 @@ export class Reflector<S> {
   readonly #stopping = new AbortController();
   #synced = false;
   #absent = false;
+  #disabled = false;
   #resourceVersion = '';
   #lastActivity = 0;
   #loop: Promise<void> | undefined;
@@ -143,6 +150,11 @@ export class Reflector<S> {
   /** True while the API server says the resource does not exist (a CRD not installed). */
   get absent(): boolean {
     return this.#absent;
+  }
+
+  /** True once an `offWhenForbidden` watch was refused: it is off until the process restarts. */
+  get disabled(): boolean {
+    return this.#disabled;
   }
 
   /** Epoch ms of the last list page or watch line received (for liveness). */
@@ -232,6 +244,12 @@ export class Reflector<S> {
         }
         this.stats.errors++;
         failures++;
+        if (this.spec.offWhenForbidden === true && isForbidden(error) && this.#resourceVersion === '') {
+          this.#log.warn({ err: error }, 'not allowed to list; this optional watch is off until the controller restarts');
+          this.#disabled = true;
+          this.#markSynced(true);
+          break;
+        }
         if (isNotFound(error) && this.#resourceVersion === '') {
           // The API is not installed (yet): an empty collection, checked again after a backoff.
           if (!this.#absent) this.#log.info('the API is not installed; checking again periodically');

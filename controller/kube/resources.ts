@@ -30,6 +30,7 @@ export const OTHER_RESOURCES = Object.freeze({
   replicaSets: { group: 'apps', version: 'v1', plural: 'replicasets', optional: false },
   namespaces: { group: '', version: 'v1', plural: 'namespaces', optional: false },
   providerPodStatuses: { group: 'secrets-store.csi.x-k8s.io', version: 'v1', plural: 'secretproviderclasspodstatuses', optional: true },
+  applications: { group: 'argoproj.io', version: 'v1alpha1', plural: 'applications', optional: true },
 } satisfies Record<string, ResourceSpec>);
 
 /** `/api/v1` or `/apis/<group>/<version>`. */

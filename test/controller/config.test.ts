@@ -61,6 +61,8 @@ describe('parseControllerConfig: defaults', () => {
       restartCheckInterval: { ms: 5000, text: '5s' },
       argocdTrackingMethod: 'annotation',
       argocdTrackingLabel: 'app.kubernetes.io/instance',
+      argocdNamespace: 'argocd',
+      argocdSyncWait: { ms: 60_000, text: '60s' },
       logLevel: 'info',
       listPageSize: 100,
       httpAddr: ':8080',
@@ -268,6 +270,17 @@ describe('parseControllerConfig: errors name the flag or variable, the problem a
     rejects([], { DRIFTLESS_WATCH_SILENCE_TIMEOUT: '0s' }, 'DRIFTLESS_WATCH_SILENCE_TIMEOUT', 'greater than 0');
     rejects(['--eviction-blocked-warning', '5 m'], {}, '--eviction-blocked-warning');
     rejects(['--restart-check-interval', '1d'], {}, '--restart-check-interval');
+  });
+
+  it('reads the Argo CD sync wait: a namespace, and a duration where 0 turns the wait (and the Applications watch) off', () => {
+    assert.equal(parse(['--argocd-namespace=gitops']).argocdNamespace, 'gitops');
+    assert.equal(parse([], { DRIFTLESS_ARGOCD_NAMESPACE: '' }).argocdNamespace, 'argocd', 'an empty variable is unset');
+    assert.deepEqual(parse(['--argocd-sync-wait=0']).argocdSyncWait, { ms: 0, text: '0' });
+    assert.deepEqual(parse([], { DRIFTLESS_ARGOCD_SYNC_WAIT: '2m' }).argocdSyncWait, { ms: 120_000, text: '2m' });
+    rejects(['--argocd-namespace', 'a,b'], {}, '--argocd-namespace', 'name exactly one namespace');
+    rejects(['--argocd-namespace', 'Argo'], {}, '--argocd-namespace', 'is not a namespace name');
+    rejects(['--argocd-sync-wait', '-1s'], {}, '--argocd-sync-wait', 'from 0 to 24h');
+    rejects(['--argocd-sync-wait='], {}, '--argocd-sync-wait needs a value');
   });
 
   it('checks namespace lists', () => {

@@ -78,7 +78,7 @@ const TIMING: ReflectorTiming = { silenceMs: 60_000, resyncMs: 3_600_000, backof
 
 type Change = readonly [key: string, previous: string | undefined, next: string | undefined];
 
-function start(client: ScriptedClient, options: { clock?: FakeClock; onChange?: (change: Change) => void } = {}) {
+function start(client: ScriptedClient, options: { clock?: FakeClock; onChange?: (change: Change) => void; offWhenForbidden?: boolean } = {}) {
   const clock = options.clock ?? new FakeClock(1_000_000);
   const changes: Change[] = [];
   const reflector = new Reflector<Summary>({
@@ -86,6 +86,7 @@ function start(client: ScriptedClient, options: { clock?: FakeClock; onChange?: 
     path: '/api/v1/namespaces/prod/configmaps',
     labelSelector: 'team=a',
     pageSize: 2,
+    ...(options.offWhenForbidden === undefined ? {} : { offWhenForbidden: options.offWhenForbidden }),
     reduce: (raw) => {
       const object = raw as { metadata: { resourceVersion: string }; data: { v: string } };
       return { resourceVersion: object.metadata.resourceVersion, value: object.data.v };
@@ -247,4 +248,41 @@ test('stop() ends the loop, in a watch or in a backoff', async () => {
   assert.equal(second.clock.pendingTimers, 0, 'no timer left armed');
   assert.equal(second.reflector.synced, false, 'a failed list never counts as synced');
   await second.reflector.whenSynced();
+});
+
+test('an optional watch refused (403) is synced, empty and off for good, with one Warning; a required one keeps retrying', async () => {
+  const forbidden = (): KubeApiError => new KubeApiError('GET', '/api/v1/namespaces/prod/configmaps', 403, 'Forbidden', 'configmaps is forbidden');
+  const warnings: string[] = [];
+  const client = new ScriptedClient([forbidden(), { items: [cm('a', '1')], resourceVersion: '10' }], []);
+  const clock = new FakeClock(1_000_000);
+  const reflector = new Reflector<Summary>({
+    name: 'configmaps in prod',
+    path: '/api/v1/namespaces/prod/configmaps',
+    pageSize: 2,
+    offWhenForbidden: true,
+    reduce: (raw) => ({ resourceVersion: (raw as { metadata: { resourceVersion: string } }).metadata.resourceVersion, value: '' }),
+  }, {
+    client,
+    timing: TIMING,
+    clock,
+    log: pino({ level: 'warn' }, { write: (line: string) => void warnings.push(line) }),
+    onChange: () => {},
+  });
+  reflector.start();
+  await reflector.whenSynced();
+  assert.equal(reflector.disabled, true);
+  assert.equal(reflector.store.size, 0);
+  await clock.advanceAsync(120_000);
+  await settle();
+  assert.equal(client.lists.length, 1, 'never listed again');
+  assert.equal(warnings.length, 1);
+  assert.match(warnings[0] ?? '', /"level":40.*not allowed to list; this optional watch is off/);
+  await reflector.stop();
+
+  const required = new ScriptedClient([forbidden(), { items: [cm('a', '1')], resourceVersion: '10' }], []);
+  const second = start(required);
+  await second.clock.advanceAsync(1_000);
+  await until('the retried list', () => required.lists.length === 2);
+  assert.equal(second.reflector.disabled, false);
+  await second.reflector.stop();
 });

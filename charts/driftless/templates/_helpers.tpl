@@ -63,6 +63,9 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 - apiGroups: [secrets-store.csi.x-k8s.io]
   resources: [secretproviderclasspodstatuses]
   verbs: [list, watch]
+- apiGroups: [argoproj.io]
+  resources: [applications]
+  verbs: [list, watch]
 {{- end -}}
 
 {{/* Fails the render on combinations the schema cannot express. */}}

@@ -1,0 +1,76 @@
+/**
+ * The sync-wait rule (ADR 0011), pure: a restart for an out-of-band change at
+ * T holds while the workload's Argo CD Application is about to roll it anyway
+ * — a sync is applying, a refresh was asked for (a webhook saw a commit), or
+ * automated sync will sync the workload it lists OutOfSync. The sync's new
+ * pods are created after T, so once it is done the existing rules finish the
+ * restart with nothing left to evict. The hold is bounded from T: a sync that
+ * never comes must not keep stale pods running.
+ *
+ * A manual-sync app that is OutOfSync does not hold a restart: when, or
+ * whether, a human syncs it is unpredictable.
+ */
+import type { ApplicationSummary, WorkloadSummary } from './model.ts';
+import { applicationResourceKey } from './cache/reduce.ts';
+
+/** What the rule says about a restart that is about to act. */
+export type SyncWait =
+  /** No sync is pending for this workload (or the rule is off): act now. */
+  | { readonly action: 'go' }
+  /** Hold: Argo CD is about to roll the workload; look again within `remainingMs` at the latest. */
+  | { readonly action: 'wait'; readonly reason: string; readonly remainingMs: number }
+  /** A sync was still pending at T + the bound: act anyway. */
+  | { readonly action: 'expired'; readonly reason: string };
+
+/** What the rule reads. */
+export interface SyncWaitInput {
+  /** The workload's Application, from its tracking (`undefined`: untracked, or not watched). */
+  readonly app: ApplicationSummary | undefined;
+  readonly workload: Pick<WorkloadSummary, 'apiVersion' | 'kind' | 'namespace' | 'name'>;
+  /** T of the restart (epoch ms). */
+  readonly restartAt: number;
+  readonly now: number;
+  /** `--argocd-sync-wait` in ms; 0 turns the rule off. */
+  readonly waitMs: number;
+}
+
+/** Why the Application is about to roll the workload, or `undefined` when it is not. */
+export function pendingSync(app: ApplicationSummary, workload: SyncWaitInput['workload']): string | undefined {
+  if (app.operationRunning) return `Application ${app.name} has a sync operation running`;
+  if (app.refreshRequested) return `Application ${app.name} has a refresh requested`;
+  const slash = workload.apiVersion.lastIndexOf('/');
+  const group = slash === -1 ? '' : workload.apiVersion.slice(0, slash);
+  if (app.automated && app.outOfSync.includes(applicationResourceKey(group, workload.kind, workload.namespace, workload.name))) {
+    return `Application ${app.name} has automated sync and lists this ${workload.kind} OutOfSync`;
+  }
+  return undefined;
+}
+
+/** Applies the rule; see the module comment. */
+export function syncWait(input: SyncWaitInput): SyncWait {
+  const { app, restartAt, now, waitMs } = input;
+  if (waitMs <= 0 || app === undefined) return { action: 'go' };
+  const reason = pendingSync(app, input.workload);
+  if (reason === undefined) return { action: 'go' };
+  const remainingMs = restartAt + waitMs - now;
+  return remainingMs > 0 ? { action: 'wait', reason, remainingMs } : { action: 'expired', reason };
+}
+
+/**
+ * Why a Rollout's own update is still replacing its pods, or `undefined`. A
+ * restart through `spec.restartAt` asked for mid-update restarts the old
+ * ReplicaSet's pods that the update is about to scale down anyway (seen with
+ * Argo Rollouts 1.10: two extra pods of the old revision), so after a sync the
+ * restart waits for the update to finish.
+ */
+export function rolloutUpdating(workload: Pick<WorkloadSummary, 'generation' | 'replicas' | 'status'>): string | undefined {
+  const { status } = workload;
+  if (status.observedGeneration !== undefined && status.observedGeneration < workload.generation) {
+    return `the Rollouts controller has observed generation ${status.observedGeneration} of ${workload.generation}`;
+  }
+  const replicas = status.replicas ?? 0;
+  const updated = status.updatedReplicas ?? 0;
+  if (updated !== replicas) return `an update is in progress: ${updated} of ${replicas} replicas updated`;
+  if (replicas > (workload.replicas ?? 1)) return `an update is in progress: ${replicas} replicas for ${workload.replicas ?? 1} desired`;
+  return undefined;
+}
