@@ -2,7 +2,7 @@ import type { Document, DocumentOptions, ParseOptions, Scalar, SchemaOptions } f
 import { InvalidInputError } from './errors.ts';
 import { loadYaml } from './lazy-yaml.ts';
 import type { InputLocation } from './errors.ts';
-import { readFastDocument } from './fast-yaml.ts';
+import { readFastDocument, readFastTree } from './fast-yaml.ts';
 import { GO_SCALAR_TAGS, classifyGoPlain } from './go-scalars.ts';
 import type { FastNode, FastPair } from './fast-yaml.ts';
 import { Locator, helmTemplateOf } from './locate.ts';
@@ -224,7 +224,7 @@ export function parseStreamFast(stream: TextStream, limits: DocumentLimits = DEF
       value: read.value,
       ...(template === undefined ? {} : { template }),
       get root(): TreeNode {
-        root ??= readFastDocument(text, bodyStart, end, maxDepth)?.root;
+        root ??= readFastTree(text, bodyStart, end, maxDepth);
         if (root === undefined) throw new Error('internal: a document read once could not be read again');
         return root;
       },
