@@ -19,9 +19,27 @@ COPY bin/ bin/
 COPY core/ core/
 COPY plugin/ plugin/
 COPY controller/ controller/
+COPY examples/ examples/
 COPY --from=tools /out/kustomize /out/helm /usr/local/bin/
 RUN ln -s /opt/driftless/bin/driftless.js /usr/local/bin/driftless
+RUN mkdir /opt/driftless/node-compile-cache && chown 999:999 /opt/driftless/node-compile-cache
 # Argo CD runs CMP sidecars as UID 999. No ENTRYPOINT: the sidecar's command is
 # Argo CD's /var/run/argocd/argocd-cmp-server, which runs `driftless generate`; the
 # controller's Deployment runs `driftless controller` (manifests/controller, charts/driftless).
 USER 999:999
+# Node's compile cache, primed here for the sidecar (NODE_COMPILE_CACHE in manifests/plugin and
+# charts/driftless/argo-cd-values.yaml): every render is a new process, and without the cache each
+# strips and compiles every module again (about 0.3 s of CPU instead of 0.1 s). Node keys the cache by
+# version and UID, so it is built as 999, the sidecar's UID, by one run of each command and source
+# type; read-only at run time, which Node accepts silently.
+RUN mkdir /tmp/prime && cd /tmp/prime && export NODE_COMPILE_CACHE=/opt/driftless/node-compile-cache HOME=/tmp/prime \
+    && driftless --help > /dev/null \
+    && driftless generate --path /opt/driftless/examples/directory > /dev/null \
+    && driftless explain --path /opt/driftless/examples/directory > /dev/null \
+    && driftless generate - < /opt/driftless/examples/directory/deployment.yaml > /dev/null \
+    && driftless generate --path /opt/driftless/examples/helm > /dev/null \
+    && driftless generate --path /opt/driftless/examples/kustomize --name-prefix primed- > /dev/null \
+    && printf 'apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: primed}\nspec:\n  source: {repoURL: https://example.invalid/r.git, path: app, helm: {releaseName: primed}}\n' \
+        | driftless migrate-app - > /dev/null \
+    && cd / && rm -rf /tmp/prime \
+    && test -n "$(ls -A /opt/driftless/node-compile-cache)"

@@ -1,4 +1,4 @@
-import { configMapEntry, hashEntries, secretEntry, sortEntries, sourceEntry } from './hash.ts';
+import { configMapEntry, hashEntries, prepareHashKey, secretEntry, sortEntries, sourceEntry } from './hash.ts';
 import { getPath } from './manifest.ts';
 import type { ConfigKind, HashEntry, HashKey, Manifest, PolicyDecision, PolicyMode, Reference } from './model.ts';
 import { CONFIG_KINDS, decide, namedMatch, readAnnotations, readWorkloadPolicy } from './policy.ts';
@@ -225,7 +225,8 @@ function planOne(
  * string, base64 that does not decode), then each workload in input order (a
  * bad regex, a non-string annotation).
  */
-export function planWorkloads(manifests: readonly Manifest[], options: PlanOptions): WorkloadPlan[] {
+export function planWorkloads(manifests: readonly Manifest[], givenOptions: PlanOptions): WorkloadPlan[] {
+  const options: PlanOptions = givenOptions.key === undefined ? givenOptions : { ...givenOptions, key: prepareHashKey(givenOptions.key) };
   const entryOf = computeEntries(manifests);
   const index = indexNamespaces(manifests);
   // A Deployment borrowed by a Rollout's workloadRef rolls out through the Rollout, so it follows include-rollouts.

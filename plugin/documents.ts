@@ -2,7 +2,7 @@ import type { Document, DocumentOptions, ParseOptions, Scalar, SchemaOptions } f
 import { InvalidInputError } from './errors.ts';
 import { loadYaml } from './lazy-yaml.ts';
 import type { InputLocation } from './errors.ts';
-import { readFastDocument } from './fast-yaml.ts';
+import { readFastDocument, readFastTree } from './fast-yaml.ts';
 import { GO_SCALAR_TAGS, classifyGoPlain } from './go-scalars.ts';
 import type { FastNode, FastPair } from './fast-yaml.ts';
 import { Locator, helmTemplateOf } from './locate.ts';
@@ -196,7 +196,7 @@ export function parseStreamFast(stream: TextStream, limits: DocumentLimits = DEF
   for (const [index, [start, bodyStart, end, explicit, marker]] of regions.entries()) {
     if (explicit && !/^(?:[ ]*| +#.*)\n?$/.test(text.slice(marker + 3, bodyStart))) return undefined; // content on the `---` line
     if (end - start > limits.maxDocumentBytes) throw oversize(stream.label, index, end - start, limits);
-    const identity = skimIdentity(text, bodyStart, end);
+    const identity = readsInFull(text, bodyStart) ? undefined : skimIdentity(text, bodyStart, end);
     if (identity !== undefined && !readsBeyondIdentity(apiGroup(identity.apiVersion), identity.kind)) {
       documents.push(skimmedDocument(stream, index, [start, bodyStart, end, explicit], identity, limits));
       continue;
@@ -224,7 +224,7 @@ export function parseStreamFast(stream: TextStream, limits: DocumentLimits = DEF
       value: read.value,
       ...(template === undefined ? {} : { template }),
       get root(): TreeNode {
-        root ??= readFastDocument(text, bodyStart, end, maxDepth)?.root;
+        root ??= readFastTree(text, bodyStart, end, maxDepth);
         if (root === undefined) throw new Error('internal: a document read once could not be read again');
         return root;
       },
@@ -235,6 +235,21 @@ export function parseStreamFast(stream: TextStream, limits: DocumentLimits = DEF
 }
 
 const DEFAULT_MAX_DEPTH = 200;
+
+/** `apiVersion: x` and `kind: y` as a document's first lines (after comments), as renderers print them. */
+const LEADING_IDENTITY = /(?:#[^\n]*\n)*apiVersion: ([A-Za-z0-9./-]+)\nkind: ([A-Za-z0-9]+)\n/y;
+
+/**
+ * Whether a document evidently needs its full read (a workload, a config, a
+ * List...): then skimming its identity first is wasted work. Only a hint,
+ * and a safe one: a later repeated `kind` could change the kind, but the full
+ * read is what a skim that is unsure falls back to anyway, and it is always right.
+ */
+function readsInFull(text: string, bodyStart: number): boolean {
+  LEADING_IDENTITY.lastIndex = bodyStart;
+  const match = LEADING_IDENTITY.exec(text);
+  return match !== null && readsBeyondIdentity(apiGroup(match[1] as string), match[2] as string);
+}
 
 /**
  * A document whose kind needs nothing but its identity (skim.ts): emitted as

@@ -79,8 +79,23 @@ export interface FastDocument {
  * does not handle; `{ value: null }` for a body of only comments and blank lines.
  */
 export function readFastDocument(text: string, start: number, end: number, maxDepth: number): FastDocument | undefined {
+  return attempt(() => {
+    const root = new Reader(text, start, end, maxDepth).root();
+    return root === undefined ? { value: null, root } : { value: toValue(root), root };
+  });
+}
+
+/**
+ * The tree alone, for a document read before (the stamper's second look at a
+ * workload): the same reading as `readFastDocument`, without building its value again.
+ */
+export function readFastTree(text: string, start: number, end: number, maxDepth: number): FastMap | undefined {
+  return attempt(() => new Reader(text, start, end, maxDepth).root());
+}
+
+function attempt<T>(read: () => T): T | undefined {
   try {
-    return new Reader(text, start, end, maxDepth).document();
+    return read();
   } catch (error) {
     // Too deep (by the limit, or for the stack): yaml's path reports it as invalid input.
     if (error instanceof GiveUp || error instanceof RangeError) return undefined;
@@ -129,13 +144,14 @@ class Reader {
     }
   }
 
-  document(): FastDocument {
+  /** The body's root mapping; undefined for a body of only comments and blank lines. */
+  root(): FastMap | undefined {
     const first = this.#peek();
-    if (first === undefined) return { value: null, root: undefined };
+    if (first === undefined) return undefined;
     if (first.indent !== 0) throw new GiveUp();
     const root = this.#mapping(0, first.start);
     if (this.#peek() !== undefined) throw new GiveUp();
-    return { value: toValue(root), root };
+    return root;
   }
 
   /** One level deeper into collections; past the limit, yaml's path rejects the document. */

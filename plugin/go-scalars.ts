@@ -38,7 +38,22 @@ export function resolveGoPlain(source: string): GoScalar {
   // Most scalars start with a character no null, bool or number starts with: a string at once, without
   // classifyGoPlain's tuple (this runs for every plain key and value the fast reader reads).
   if (source.length > 0 && !mayStartNonString(source.charCodeAt(0))) return source;
+  // Ports, replicas, sizes: a short decimal integer is a safe integer as it is, without the BigInt round trip.
+  if (isShortDecimal(source)) return Number(source);
   return classifyGoPlain(source)[1];
+}
+
+/** `0`, or 1 to 15 digits not starting with 0 (so never octal, always below 2^53). */
+function isShortDecimal(source: string): boolean {
+  const length = source.length;
+  if (length === 0 || length > 15) return false;
+  const first = source.charCodeAt(0);
+  if (first === 48 /* 0 */) return length === 1;
+  for (let i = 0; i < length; i++) {
+    const c = source.charCodeAt(i);
+    if (c < 48 || c > 57) return false;
+  }
+  return true;
 }
 
 /** `[-+.0-9~nNyYtTfFoO]`: the first characters of go-yaml's `resolveTable` hints (MAYBE_NOT_STRING). */

@@ -152,11 +152,25 @@ describe('manifests/plugin component on an Argo CD install', () => {
     assert.deepEqual(volume(tmp['name'])['emptyDir'], {});
     const repoServer = (podSpec()['containers'] as Json[]).find((c) => c['name'] === 'argocd-repo-server') as Json;
     assert.ok(!(repoServer['volumeMounts'] as Json[]).some((m) => m['name'] === tmp['name']), 'not the repo-server\'s /tmp');
-    for (const name of ['HOME', 'HELM_CACHE_HOME', 'HELM_CONFIG_HOME', 'HELM_DATA_HOME', 'NODE_COMPILE_CACHE']) {
+    for (const name of ['HOME', 'HELM_CACHE_HOME', 'HELM_CONFIG_HOME', 'HELM_DATA_HOME']) {
       const value = env(name);
       assert.ok(isAbsolute(value), `${name} is absolute`);
       assert.ok(value === '/tmp' || value.startsWith('/tmp/'), `${name} is on the writable /tmp`);
       assert.ok(!(value + '/').startsWith('/tmp/_cmp_server/'), `${name} survives the cmp-server wiping /tmp/_cmp_server`);
+    }
+  });
+
+  it('points NODE_COMPILE_CACHE at the compile cache the image primes as the sidecar\'s UID', async () => {
+    const dockerfile = await readFile(join(root, 'Dockerfile'), 'utf8');
+    const cacheDir = env('NODE_COMPILE_CACHE');
+    assert.ok(isAbsolute(cacheDir) && !cacheDir.startsWith('/tmp/'), 'in the image, not on the emptyDir (which starts empty)');
+    // Node keys the cache by UID: it must be built by the user the sidecar runs as.
+    const priming = dockerfile.indexOf(`export NODE_COMPILE_CACHE=${cacheDir} `);
+    assert.ok(priming > 0, `the Dockerfile primes ${cacheDir}`);
+    const user = [...dockerfile.slice(0, priming).matchAll(/^USER (\d+)/gm)].at(-1)?.[1];
+    assert.equal(Number(user), sidecar()['securityContext'].runAsUser);
+    for (const command of ['generate --path', 'explain --path', 'generate -', 'migrate-app -', '--help']) {
+      assert.ok(dockerfile.includes(`driftless ${command}`, priming), `priming runs driftless ${command}`);
     }
   });
 

@@ -9,11 +9,11 @@
 import { cp, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { isMap, isSeq, parse, parseDocument } from 'yaml';
 import { isInside } from '../config.ts';
 import type { KustomizeOptions, PluginConfig } from '../config.ts';
 import { RenderError, UsageError } from '../errors.ts';
 import { envsubst } from './envsubst.ts';
+import { loadYaml } from '../lazy-yaml.ts';
 import { runProcess } from './process.ts';
 
 /** Kustomize's file names, in its lookup order (as Argo CD's findKustomizeFile). */
@@ -165,7 +165,7 @@ function parsePatches(config: PluginConfig): Record<string, unknown>[] {
     new UsageError(`parameter patches (from ${from}) ${problem}`, cause === undefined ? undefined : { cause });
   let parsed: unknown;
   try {
-    parsed = parse(text, { prettyErrors: false });
+    parsed = loadYaml().parse(text, { prettyErrors: false });
   } catch (error) {
     throw fail(`is not valid YAML: ${(error as Error).message.split('\n')[0]}`, error);
   }
@@ -212,6 +212,7 @@ async function appendPatches(appDir: string, patches: readonly Record<string, un
     }
   }
   if (file === undefined) throw new RenderError('applying parameter patches: kustomization file not found in the app directory');
+  const { isMap, isSeq, parseDocument } = loadYaml();
   const document = parseDocument(await readFile(file, 'utf8'), { prettyErrors: false });
   if (document.errors.length > 0 || !isMap(document.contents)) {
     throw new RenderError(`applying parameter patches: ${path.basename(file)} is not a YAML mapping`);

@@ -6,8 +6,9 @@
  */
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { parse } from 'yaml';
 import { isInside } from '../config.ts';
+import { readFastDocument } from '../fast-yaml.ts';
+import { loadYaml } from '../lazy-yaml.ts';
 
 /** Kustomize's file names, in its lookup order. */
 const KUSTOMIZATION_FILES = ['kustomization.yaml', 'kustomization.yml', 'Kustomization'];
@@ -55,13 +56,41 @@ async function readKustomization(dir: string): Promise<Record<string, unknown> |
     try {
       const info = await stat(file);
       if (!info.isFile() || info.size > MAX_FILE_BYTES) continue;
-      const document: unknown = parse(await readFile(file, 'utf8'), { maxAliasCount: 100 });
+      const document = parseKustomization(await readFile(file, 'utf8'));
       return document !== null && typeof document === 'object' && !Array.isArray(document) ? (document as Record<string, unknown>) : undefined;
     } catch {
       // missing (try the next name), a directory entry that is a file resource, or not YAML
     }
   }
   return undefined;
+}
+
+/** Deep enough for any kustomization; deeper input goes to yaml, which has its own limits. */
+const MAX_DEPTH = 200;
+
+/**
+ * The kustomization as a value: the fast reader's when it reads the file
+ * (loading `yaml` was a good part of every Kustomize render's start), else
+ * yaml's. The two agree on every string; where they could differ on the
+ * lists read here (Go's YAML 1.1 against yaml's 1.2: an item that is a string
+ * for one and not for the other), an item that is not a string for the fast
+ * reader sends the file to yaml, and one that is a string only for it adds a
+ * value to redact or a directory to follow, never takes one away.
+ */
+function parseKustomization(text: string): unknown {
+  const fast = readFastDocument(text, 0, text.length, MAX_DEPTH);
+  if (fast !== undefined && readItemsAreStrings(fast.value)) return fast.value;
+  return loadYaml().parse(text, { maxAliasCount: 100 });
+}
+
+/** Whether every item of the lists this module reads (literals, resources, components, bases) is a string. */
+function readItemsAreStrings(document: unknown): boolean {
+  if (document === null || typeof document !== 'object' || Array.isArray(document)) return true;
+  const record = document as Record<string, unknown>;
+  const lists: unknown[] = [record['resources'], record['components'], record['bases']];
+  const generators = record['secretGenerator'];
+  if (Array.isArray(generators)) for (const generator of generators) lists.push((generator as { literals?: unknown } | null)?.literals);
+  return lists.every((list) => !Array.isArray(list) || list.every((item) => typeof item === 'string'));
 }
 
 function literalsOf(generators: unknown): string[] {
