@@ -298,9 +298,11 @@ async function runScenario(
       assert.ok(outcome.original.every((pod) => pod.deleted), `${outcome.kind}: every original pod was replaced`);
       // ADR 0007 §4: a pod created at or after T is current; the controller never evicts one. (Kubernetes's own
       // controllers may still churn a pod — a StatefulSet once re-created one in the same second — which is not ours.)
-      const current = outcome.finalReplaced.filter((pod) => Date.parse(pod.createdAt) >= outcome.restartAt && evicted.includes(pod.name));
-      assert.deepEqual(current.map((pod) => pod.name), [], `${outcome.kind}: the controller evicted no pod created at or after T: ${describe(outcome)}`);
-      const churned = outcome.finalReplaced.filter((pod) => !evicted.includes(pod.name));
+      // A Rollout's pods are evicted by the Rollouts controller on our `spec.restartAt`, so every one counts as ours.
+      const ours = (pod: TrackedPod): boolean => outcome.kind === 'Rollout' || evicted.includes(pod.name);
+      const replacedCurrent = outcome.finalReplaced.filter((pod) => Date.parse(pod.createdAt) >= outcome.restartAt);
+      assert.deepEqual(replacedCurrent.filter(ours).map((pod) => pod.name), [], `${outcome.kind}: the controller replaced no pod created at or after T: ${describe(outcome)}`);
+      const churned = replacedCurrent.filter((pod) => !ours(pod));
       if (churned.length > 0) t.diagnostic(`${outcome.kind}: replaced by Kubernetes itself, not by the controller: ${JSON.stringify(churned.map((pod) => pod.name))}`);
       // And every pod created before T ran with the old Secret value: none may survive, whoever created it.
       const stale = tracker.of(workloadName).filter((pod) => !pod.deleted && Date.parse(pod.createdAt) < outcome.restartAt);
