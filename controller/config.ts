@@ -173,6 +173,8 @@ export type ControllerFlagType =
   | 'path'
   /** Comma-separated namespace names (DNS-1123 labels); empty items are dropped. */
   | 'namespace-list'
+  /** One namespace name (a DNS-1123 label). */
+  | 'namespace'
   /** A Kubernetes label selector. */
   | 'label-selector'
   /** A Kubernetes label key (`[prefix/]name`). */
@@ -434,9 +436,9 @@ export const CONTROLLER_FLAGS: readonly ControllerFlagSpec[] = Object.freeze([
   }),
   flag({
     name: 'argocd-namespace',
-    type: 'namespace-list',
+    type: 'namespace',
     default: 'argocd',
-    description: "Namespace of Argo CD's Applications, watched (get/list/watch applications.argoproj.io) to know of a pending sync; without the CRD or the permission the wait is off.",
+    description: "Namespace of Argo CD's Applications, watched (list/watch applications.argoproj.io) to know of a pending sync; without the CRD or the permission the wait is off.",
   }),
   flag({
     name: 'argocd-sync-wait',
@@ -474,7 +476,7 @@ export const CONTROLLER_FLAGS: readonly ControllerFlagSpec[] = Object.freeze([
   }),
   flag({
     name: 'leader-election-namespace',
-    type: 'namespace-list',
+    type: 'namespace',
     default: '',
     defaultText: 'POD_NAMESPACE, else the service account\'s namespace, else default',
     description: 'Namespace of the leader-election Lease.',
@@ -879,6 +881,8 @@ function allowedText(spec: ControllerFlagSpec): string {
       return 'a file path';
     case 'namespace-list':
       return 'comma-separated namespace names (lower-case DNS-1123 labels, e.g. "web,payments")';
+    case 'namespace':
+      return 'a namespace name (a lower-case DNS-1123 label, e.g. "argocd")';
     case 'label-selector':
       return 'a label selector: comma-separated requirements, each key, !key, key=value, key!=value, key in (v1,v2) or key notin (v1,v2)';
     case 'label-key':
@@ -1042,6 +1046,7 @@ function deepFreeze<T>(value: T): T {
 const PLACEHOLDERS: Readonly<Record<ControllerFlagType, string>> = {
   path: 'FILE',
   'namespace-list': 'NS[,NS…]',
+  namespace: 'NS',
   'label-selector': 'SELECTOR',
   'label-key': 'KEY',
   enum: '',
