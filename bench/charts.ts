@@ -14,18 +14,8 @@
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-
-/** mulberry32: the same bytes on every run. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+// The property tests' seeded generator: the same bytes on every run.
+import { prng } from '../test/plugin/gen.ts';
 
 const WORDS = (
   'the of a to is and in that for be it as this are with or by on not an if field when which value ' +

@@ -133,6 +133,16 @@ export interface ArgoCD {
   stop(): Promise<void>;
 }
 
+/**
+ * The environment of an Argo CD component that talks to the cluster (the
+ * application controller, the API server): KUBECONFIG, and
+ * `ARGOCD_FAKE_IN_CLUSTER`, so that https://kubernetes.default.svc (the
+ * in-cluster destination) is the cluster of KUBECONFIG.
+ */
+function clusterClientEnvironment(cluster: Cluster, home: string): NodeJS.ProcessEnv {
+  return { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: home, KUBECONFIG: cluster.kubeconfigPath, ARGOCD_FAKE_IN_CLUSTER: 'true' };
+}
+
 /** True once something accepts TCP connections on 127.0.0.1:port. */
 function acceptsConnections(port: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -315,13 +325,7 @@ export async function startArgoCD(cluster: Cluster, options: ArgoCdOptions = {})
         `--metrics-port=${controllerMetricsPort}`,
         '--logformat=text',
       ],
-      env: {
-        PATH: process.env['PATH'] ?? '/usr/bin:/bin',
-        HOME: dir('home'),
-        KUBECONFIG: cluster.kubeconfigPath,
-        // https://kubernetes.default.svc (the in-cluster destination) is the cluster of KUBECONFIG.
-        ARGOCD_FAKE_IN_CLUSTER: 'true',
-      },
+      env: clusterClientEnvironment(cluster, dir('home')),
     });
     await waitFor('argocd-application-controller /healthz', () => httpOk(`http://127.0.0.1:${controllerMetricsPort}/healthz`), {
       timeoutMs: startTimeoutMs,
@@ -442,13 +446,7 @@ async function startApiServer(
       `--staticassets=${dir('static')}`,
       '--logformat=text',
     ],
-    env: {
-      PATH: process.env['PATH'] ?? '/usr/bin:/bin',
-      HOME: dir('home'),
-      KUBECONFIG: cluster.kubeconfigPath,
-      // As for the controller: the in-cluster destination is the cluster of KUBECONFIG.
-      ARGOCD_FAKE_IN_CLUSTER: 'true',
-    },
+    env: clusterClientEnvironment(cluster, dir('home')),
   });
   const url = `http://127.0.0.1:${port}`;
   await waitFor('argocd-server /healthz', () => httpOk(`${url}/healthz`).catch(() => false), { timeoutMs: startTimeoutMs, abortIf: alive(server) });
