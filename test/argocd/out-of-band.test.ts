@@ -8,6 +8,8 @@
  * with all four kinds, so the whole matrix shares one cluster and one restart
  * wave: Argo CD must report every app Synced at every poll, and a hard
  * refresh plus a sync afterwards must neither create a ReplicaSet nor evict.
+ * The opt-in template strategy has tests of its own: Replace=true undoing it,
+ * and each documented caveat (ADR 0007 §5) exactly as Argo CD shows it.
  */
 import assert from 'node:assert/strict';
 import { stringify } from 'yaml';
@@ -18,7 +20,7 @@ import { podIsReady, useArgoCD } from '../cluster/testing.ts';
 import { waitFor } from '../cluster/wait.ts';
 import { hashOf, podTemplateOf } from './plugin-support.ts';
 import { startControllerProcess, type ControllerProcess } from '../controller/support/process.ts';
-import { COLLECTIONS, createExternalSecret, read, rotateSecret, storedSecretValue, uids } from '../controller/support/fixtures.ts';
+import { COLLECTIONS, createExternalSecret, eventsFor, read, rotateSecret, storedSecretValue, uids } from '../controller/support/fixtures.ts';
 
 // Two fake nodes: the DaemonSet has two pods, like the others.
 const fixture = useArgoCD({ nodes: 2, rolloutsController: true });
@@ -536,3 +538,162 @@ fixture.test('the opt-in template strategy under Argo CD: Synced through the res
     await controller.stop();
   }
 }, { timeout: 600_000 });
+
+/** One documented caveat of the opt-in template strategy, and what the real Argo CD was seen to do with it. */
+interface Caveat {
+  readonly key: string;
+  readonly manifest: KubeObject;
+  readonly compareOptions: string;
+  readonly syncOptions: readonly string[];
+  /** The app's sync status once the controller has restarted the workload (and again after a sync). */
+  readonly verdict: 'Synced' | 'OutOfSync';
+  /** Whether a sync writes Git's template back (then the controller, its restart still recorded, writes its key again). */
+  readonly syncResetsTemplate: boolean;
+}
+
+const TEMPLATE_RESTARTED_AT = 'driftless.dev/restarted-at';
+
+/** The Deployment's template annotations, generation and whether its controller has caught up with it. */
+function deploymentState(object: KubeObject): { restartedAt: string | undefined; generation: number; observed: boolean } {
+  const generation = Number(object.metadata?.['generation']);
+  return {
+    restartedAt: podTemplateOf(object)?.metadata?.annotations?.[TEMPLATE_RESTARTED_AT],
+    generation,
+    observed: Number((object['status'] as { observedGeneration?: number } | undefined)?.observedGeneration) === generation,
+  };
+}
+
+/** The Deployment revision of each ReplicaSet of a namespace: name → revision. */
+async function revisionNumbers(client: ApiClient, namespace: string): Promise<Record<string, string>> {
+  const list = await client.request<KubeList>('GET', `/apis/apps/v1/namespaces/${namespace}/replicasets`);
+  return Object.fromEntries(list.items.map((rs) => [String(rs.metadata?.name), String(rs.metadata?.annotations?.['deployment.kubernetes.io/revision'])]));
+}
+
+/** Starts a sync and waits for that operation (not the previous one still in the status) to finish. */
+async function syncAndWait(argocd: ArgoCD, app: string, syncOptions: readonly string[]): Promise<Record<string, unknown>> {
+  const startedAt = (object: Application): unknown => (object.status?.['operationState'] as { startedAt?: string } | undefined)?.startedAt;
+  const previous = startedAt(await argocd.getApplication(app));
+  await argocd.sync(app, { syncOptions });
+  const done = await argocd.waitForApplication(app, 'the sync to finish', (status, object) => {
+    const phase = status.operationState?.phase;
+    return startedAt(object) !== previous && phase !== undefined && phase !== 'Running';
+  }, { timeoutMs: 180_000 });
+  return (done.status?.['operationState'] ?? {}) as Record<string, unknown>;
+}
+
+fixture.test('the template strategy\'s caveats under Argo CD: the key rendered by Git, annotations: null, annotations: {} with ServerSideApply=true', async ({ cluster, argocd, namespace, t }) => {
+  const api = cluster.admin;
+  const optIn = { 'driftless.dev/restart-strategy': 'rollout' };
+  // The plugin stamps its hash into a template whose render uses a selected config, so the key rendered by Git
+  // comes with an in-band ConfigMap; null and {} survive only where nothing in the render is selected, so those
+  // workloads select the out-of-band Secret by name alone.
+  const gitKey = (): KubeObject => workloadManifest('Deployment', { annotations: { 'reloader.stakater.com/auto': 'true', ...optIn }, templateAnnotations: { [TEMPLATE_RESTARTED_AT]: 'rendered-by-git' } });
+  const unstamped = (templateAnnotations: Record<string, string> | null): KubeObject =>
+    workloadManifest('Deployment', { annotations: { 'secret.reloader.stakater.com/reload': EXTERNAL_SECRET, ...optIn }, templateAnnotations, inBand: false });
+  const legacy = 'ServerSideDiff=false';
+  const serverSide = 'ServerSideDiff=true';
+  const caveats: readonly Caveat[] = [
+    // Both diffs see the controller's value against Git's.
+    { key: 'git-key', manifest: gitKey(), compareOptions: legacy, syncOptions: [], verdict: 'OutOfSync', syncResetsTemplate: true },
+    { key: 'git-key-ssd', manifest: gitKey(), compareOptions: serverSide, syncOptions: [], verdict: 'OutOfSync', syncResetsTemplate: true },
+    // The three-way diff reads `null` as "delete the map"; a server-side dry run reads it as "no opinion".
+    // A client-side sync still applies the null, whichever diff reported Synced.
+    { key: 'null', manifest: unstamped(null), compareOptions: legacy, syncOptions: [], verdict: 'OutOfSync', syncResetsTemplate: true },
+    { key: 'null-ssd', manifest: unstamped(null), compareOptions: serverSide, syncOptions: [], verdict: 'Synced', syncResetsTemplate: true },
+    // The API server stores no empty map; Argo CD applies with --force-conflicts and the controller with force.
+    { key: 'empty-ssa', manifest: unstamped({}), compareOptions: legacy, syncOptions: ['ServerSideApply=true'], verdict: 'Synced', syncResetsTemplate: false },
+    { key: 'empty-ssa-ssd', manifest: unstamped({}), compareOptions: serverSide, syncOptions: ['ServerSideApply=true'], verdict: 'Synced', syncResetsTemplate: false },
+  ];
+  const live = await Promise.all(caveats.map(async (caveat) => {
+    const ns = await cluster.newNamespace(`${namespace}-${caveat.key}`);
+    const app = `${ns}-app`;
+    const repo = await argocd.createRepo(app);
+    await repo.commit(workloadFiles([caveat.manifest]), caveat.key);
+    await createExternalSecret(api, ns, EXTERNAL_SECRET, 'v1');
+    await issueCertificate(api, ns, '1');
+    await api.request('POST', COLLECTIONS.ConfigMap(ns), { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: SHARED_CONFIGMAP }, data: { LOG_LEVEL: 'info' } });
+    await createAndSync(argocd, app, { repoURL: repo.url, targetRevision: repo.branch, path: 'workloads', plugin: { name: pluginName } }, ns, caveat);
+    await waitFor(`${caveat.key}: two Ready pods`, async () => settledPods((await podsByApp(api, ns)).get(NAMES.Deployment)), { timeoutMs: 120_000 });
+    const synced = await read(api, workloadPath('Deployment', ns));
+    const template = podTemplateOf(synced)?.metadata?.annotations;
+    if (caveat.key.startsWith('git-key')) {
+      assert.equal(template?.[TEMPLATE_RESTARTED_AT], 'rendered-by-git', `${caveat.key}: Git's value applied`);
+      assert.match(hashOf(synced) ?? '', /^v1:/, `${caveat.key}: the plugin stamped its hash beside it`);
+    } else {
+      // Neither null nor {} is stored: the live template has no annotations at all.
+      assert.equal(template, undefined, `${caveat.key}: no template annotations live`);
+    }
+    return { ...caveat, namespace: ns, app, path: workloadPath('Deployment', ns) };
+  }));
+  const label = (c: { key: string }): string => c.key;
+  const controller = await startController(cluster, argocd, live.map((c) => c.namespace), live.map((c) => ({ kind: 'Deployment' as const, namespace: c.namespace })));
+  try {
+    const logIndex = controller.lines.length;
+    for (const c of live) await rotateSecret(api, c.namespace, EXTERNAL_SECRET, 'v2');
+    await waitForEach('every workload rolled by the controller\'s template annotation', live, label, async (c) => {
+      const object = await read(api, c.path);
+      const state = deploymentState(object);
+      const pods = settledPods((await podsByApp(api, c.namespace)).get(NAMES.Deployment));
+      const active = Object.values(await replicaSetReplicas(api, c.namespace)).filter((replicas) => replicas > 0);
+      return state.restartedAt !== undefined && state.restartedAt === object.metadata?.annotations?.[RESTART_AT] && state.observed && pods !== undefined && active.length === 1;
+    }, 180_000);
+    await Promise.all(live.map((c) => compareNow(argocd, c.app)));
+    const restarted = new Map(await Promise.all(live.map(async (c) => {
+      const object = await read(api, c.path);
+      return [c.key, { ...deploymentState(object), replicaSets: Object.keys(await replicaSetReplicas(api, c.namespace)).sort(), revisions: await revisionNumbers(api, c.namespace) }] as const;
+    })));
+    for (const c of live) {
+      const status = applicationStatus(await argocd.getApplication(c.app));
+      assert.equal(status.sync?.status, c.verdict, `${c.key}: Argo CD's verdict after the restart`);
+      assert.equal(status.resources?.find((resource) => resource.kind === 'Deployment')?.status, c.verdict, `${c.key}: the Deployment's`);
+    }
+    // The controller forces its apply: no conflict in any case, nothing above info, no Warning Event.
+    assert.deepEqual(controller.lines.slice(logIndex).filter((line) => Number(line['level']) >= 40), [], 'no warning or error logged');
+    for (const c of live) {
+      const warnings = (await eventsFor(api, c.namespace, NAMES.Deployment)).filter((event) => event['type'] === 'Warning');
+      assert.deepEqual(warnings, [], `${c.key}: no Warning Event`);
+    }
+
+    const syncIndex = controller.lines.length;
+    await Promise.all(live.map(async (c) => {
+      const operation = await syncAndWait(argocd, c.app, c.syncOptions);
+      assert.equal(operation['phase'], 'Succeeded', `${c.key}: the sync succeeded (no conflict)`);
+      const results = ((operation['syncResult'] as { resources?: { kind: string; message?: string }[] } | undefined)?.resources ?? []);
+      const applied = results.find((resource) => resource.kind === 'Deployment')?.message;
+      assert.equal(applied, `deployment.apps/web ${c.syncOptions.includes('ServerSideApply=true') ? 'serverside-applied' : 'configured'}`, `${c.key}: how Argo CD applied it`);
+    }));
+    // A sync that writes Git's template back is one generation; the controller's key written again is the next
+    // (at least: the controller may still be finishing its own restart, which is no part of the claim).
+    const lastSeen = new Map<string, unknown>();
+    await waitForEach('every workload settled after the sync', live, label, async (c) => {
+      const before = restarted.get(c.key);
+      const state = deploymentState(await read(api, c.path));
+      lastSeen.set(c.key, { before, state });
+      return before !== undefined && state.observed && state.restartedAt === before.restartedAt
+        && (!c.syncResetsTemplate || state.generation >= before.generation + 2);
+    }, 180_000).catch((error: unknown) => {
+      throw new Error(`${(error as Error).message}; last seen ${JSON.stringify(Object.fromEntries(lastSeen))}`, { cause: error });
+    });
+    await Promise.all(live.map((c) => compareNow(argocd, c.app)));
+    for (const c of live) {
+      const before = restarted.get(c.key);
+      const object = await read(api, c.path);
+      if (c.syncResetsTemplate) assert.ok(deploymentState(object).generation >= (before?.generation ?? 0) + 2, `${c.key}: written by the sync and again by the controller`);
+      // No rollout: each ReplicaSet keeps its revision (a template written back would re-number the one it selects).
+      else assert.deepEqual(await revisionNumbers(api, c.namespace), before?.revisions, `${c.key}: the sync rolled nothing`);
+      assert.equal(deploymentState(object).restartedAt, before?.restartedAt, `${c.key}: the controller's value live again`);
+      assert.deepEqual(Object.keys(await replicaSetReplicas(api, c.namespace)).sort(), before?.replicaSets, `${c.key}: no third ReplicaSet (back to Git's, then to the controller's)`);
+      assert.equal(applicationStatus(await argocd.getApplication(c.app)).sync?.status, c.verdict, `${c.key}: Argo CD's verdict after the sync`);
+      const reapplied = controller.lines.slice(syncIndex).filter((line) => line.msg === 'applied own fields' && String(line['workload']).includes(c.namespace) && line['restartAt'] === before?.restartedAt);
+      assert.equal(reapplied.length > 0, c.syncResetsTemplate, `${c.key}: the controller ${c.syncResetsTemplate ? 'wrote its key again' : 'wrote nothing'} after the sync`);
+      // Not asserted: the Deployment controller may fold the two writes into one rollout.
+      t.diagnostic(`${c.key}: ReplicaSet revisions ${JSON.stringify(before?.revisions)} before the sync, ${JSON.stringify(await revisionNumbers(api, c.namespace))} after`);
+    }
+    assert.deepEqual(controller.lines.slice(logIndex).filter((line) => Number(line['level']) >= 40), [], 'still no warning or error logged');
+  } catch (error) {
+    t.diagnostic(await argocd.logs());
+    throw error;
+  } finally {
+    await controller.stop();
+  }
+}, { timeout: 900_000 });

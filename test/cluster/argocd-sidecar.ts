@@ -51,12 +51,15 @@ interface Patch {
  * onto `volumes` (volume name → local directory). A `subPath` mount of one
  * file maps the file's container directory to the volume's local directory,
  * which must hold a file of that name (`plugin.yaml` in `manifests/plugin/`).
+ * `imageDirs` (container directory → local directory) stands in for what the
+ * image itself provides, such as the primed compile cache under /opt/driftless.
  * @throws {SidecarPatchError} for an unknown volume, a path on no mount, or a value from a ref.
  */
 export async function sidecarFromPatch(
   patchFile: string,
   containerName: string,
   volumes: Readonly<Record<string, string>>,
+  imageDirs: Readonly<Record<string, string>> = {},
 ): Promise<SidecarProcess> {
   const patch = parseYaml(await readFile(patchFile, 'utf8')) as Patch;
   const container = patch.spec?.template?.spec?.containers?.find((candidate) => candidate.name === containerName);
@@ -71,6 +74,7 @@ export async function sidecarFromPatch(
     }
     return { containerPath: dirname(mount.mountPath), local };
   });
+  mounts.push(...Object.entries(imageDirs).map(([containerPath, local]) => ({ containerPath, local })));
   // Longest first, so /home/argocd/cmp-server/plugins wins over a mount of /home.
   mounts.sort((a, b) => b.containerPath.length - a.containerPath.length);
   const localPath = (containerPath: string): string => {

@@ -194,7 +194,7 @@ export async function startArgoCD(cluster: Cluster, options: ArgoCdOptions = {})
   if (Buffer.byteLength(socketPath) >= maxSocketPathBytes) {
     throw new ArgoCdStartError(`the plugin socket path ${socketPath} is too long for a unix socket; use a shorter TMPDIR`);
   }
-  for (const sub of ['bin', 'sidecar-bin', 'plugins', 'sidecar-tmp', 'hash-key', 'repo-server-tmp', 'home', 'tls', 'ssh', 'repos']) {
+  for (const sub of ['bin', 'sidecar-bin', 'plugins', 'sidecar-tmp', 'hash-key', 'repo-server-tmp', 'home', 'tls', 'ssh', 'repos', 'sidecar-image']) {
     await mkdir(dir(sub), { recursive: true });
   }
 
@@ -264,6 +264,9 @@ export async function startArgoCD(cluster: Cluster, options: ArgoCdOptions = {})
       'driftless-plugin': pluginManifestsDir,
       'driftless-tmp': dir('sidecar-tmp'),
       'driftless-hash-key': dir('hash-key'),
+    }, {
+      // The image's own directory (the compile cache it primes); here it starts empty, as a cold cache.
+      '/opt/driftless': dir('sidecar-image'),
     });
     const pluginEnvironment = {
       // The image's PATH: driftless, kustomize and helm, and a shell for the wrapper; no git.
