@@ -16,7 +16,7 @@ const volumes = {
 
 describe('sidecarFromPatch', () => {
   it('maps the shipped sidecar onto local directories through its volumes', async () => {
-    const sidecar = await sidecarFromPatch(shippedPatch, 'driftless', volumes);
+    const sidecar = await sidecarFromPatch(shippedPatch, 'driftless', volumes, { '/opt/driftless': '/local/image' });
     assert.equal(sidecar.command, '/local/bin/argocd-cmp-server');
     assert.deepEqual(sidecar.args, ['--loglevel=info']);
     assert.equal(sidecar.env['DRIFTLESS_HASH_KEY_FILE'], '/local/key/key');
@@ -24,6 +24,8 @@ describe('sidecarFromPatch', () => {
     assert.equal(sidecar.env['HELM_CACHE_HOME'], '/local/tmp/helm/cache');
     assert.equal(sidecar.env['TMPDIR'], '/local/tmp', "the container's /tmp is the driftless-tmp volume");
     assert.equal(sidecar.env['DRIFTLESS_TIMEOUT'], '50s', 'values that are not paths stay as they are');
+    // The compile cache the image primes is the image's own directory, mapped like a volume.
+    assert.equal(sidecar.env['NODE_COMPILE_CACHE'], '/local/image/node-compile-cache');
     // plugin.yaml is a subPath mount: its directory is the shipped manifests/plugin/.
     assert.equal(sidecar.localPath('/home/argocd/cmp-server/config'), '/repo/manifests/plugin');
     assert.equal(sidecar.localPath('/home/argocd/cmp-server/plugins'), '/local/plugins');
