@@ -252,10 +252,17 @@ async function runScenario(
     let rotatedAt = 0;
     let revision: string;
     if (order === 'secret-first') {
-      // The Secret rotates; within the second the commit lands and, as Argo CD's webhook would, the app is
+      // The Secret rotates; a second later the commit lands and, as Argo CD's webhook would, the app is
       // refreshed and synced: the controller must find the sync pending and leave the restart to it.
       await rotateSecret(client, namespace, 'db', 'v2');
       rotatedAt = Date.now();
+      // Pod creation times have whole-second precision, so T is the first sight rounded up (ADR 0007 §4): a
+      // pod the sync created in the rotation's own second is indistinguishable from a stale one and rightly
+      // replaced. The commit lands just past T (the next second; one more when the rotation fell so near a
+      // boundary that the controller may first see it in the next), still well within the 2 s debounce.
+      const boundary = Math.ceil(rotatedAt / 1000) * 1000;
+      const pastT = (boundary - rotatedAt < 150 ? boundary + 1000 : boundary) + 20;
+      await waitFor('the second after the rotation', () => Date.now() >= pastT, { timeoutMs: 3000, intervalMs: 10 });
       revision = await app.repo.commit({ [`${app.path}/configmap.yaml`]: appFiles('debug')['configmap.yaml'] ?? '' }, 'LOG_LEVEL debug');
       await argocd.refresh(name);
       await argocd.sync(name, { revision });
