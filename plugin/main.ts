@@ -20,15 +20,22 @@ async function run(config: PluginConfig, signal: AbortSignal): Promise<CommandRe
   if (config.command === 'help') return { stdout: usageText(), stderr: [] };
   // Reads an Application, renders nothing.
   if (config.command === 'migrate-app') return (await import('./commands/migrate-app.ts')).migrateAppCommand(config);
-  // Start the renderer before loading the rest of the plugin (yaml, core, the
-  // command), so that kustomize or helm runs on one core while the modules
-  // compile on the other; the render is then awaited where it always was,
-  // after the key is read, so errors are classified and ordered as before.
-  const rendering = import('./source/index.ts').then((source) => source.renderSource(config, signal));
+  // Start the renderer before loading the rest of the plugin (the reader, core,
+  // the command), and load that only once kustomize or helm has been spawned
+  // (or the render is over): loaded side by side, the two module graphs would
+  // delay the spawn by the time the second one takes. Then the modules compile
+  // on one core while the renderer runs on the other. The render is awaited
+  // where it always was, after the key is read, so errors are classified and
+  // ordered as before.
+  const started = Promise.withResolvers<void>();
+  const rendering = import('./source/index.ts').then((source) =>
+    source.renderSource(config, signal, { stdin: process.stdin, onRendererStarted: started.resolve }),
+  );
   // A render that fails before the command awaits it must not count as an
   // unhandled rejection; the command still receives (and reports) the failure.
-  rendering.catch(() => undefined);
+  rendering.then(() => started.resolve(), () => started.resolve());
   const render: Render = () => rendering;
+  await started.promise;
   // Only the chosen command's code is loaded (explain's reporting is not on the generate path).
   switch (config.command) {
     case 'generate':

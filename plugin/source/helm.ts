@@ -76,8 +76,8 @@ function inlineValues(config: PluginConfig): string {
   return valuesObject;
 }
 
-/** Renders the chart in the app directory. */
-export async function renderHelm(config: PluginConfig, signal: AbortSignal): Promise<RenderedStream[]> {
+/** Renders the chart in the app directory; `onStarted` hears when the first `helm template` is spawned. */
+export async function renderHelm(config: PluginConfig, signal: AbortSignal, onStarted?: () => void): Promise<RenderedStream[]> {
   const templateArgs = helmTemplateArgs(config, await checkValuesFiles(config));
   await checkFileParameters(config);
   const stdin = inlineValues(config);
@@ -98,6 +98,7 @@ export async function renderHelm(config: PluginConfig, signal: AbortSignal): Pro
     args: templateArgs,
     display: 'helm template',
     ...(stdin === '' ? {} : { stdin }),
+    ...(onStarted === undefined ? {} : { onSpawn: onStarted }),
   });
   let text: string;
   try {

@@ -29,9 +29,9 @@ export async function renderSource(
     case 'stdin':
       return (await import('./stdin.ts')).renderStdin(io, signal);
     case 'kustomize':
-      return (await import('./kustomize.ts')).renderKustomize(config, signal);
+      return (await import('./kustomize.ts')).renderKustomize(config, signal, io.onRendererStarted);
     case 'helm':
-      return (await import('./helm.ts')).renderHelm(config, signal);
+      return (await import('./helm.ts')).renderHelm(config, signal, io.onRendererStarted);
     case 'directory':
       return (await import('./directory.ts')).renderDirectory(config, signal);
   }

@@ -31,8 +31,9 @@ export function kustomizeArgs(config: PluginConfig): string[] {
 /**
  * Runs kustomize and returns its output as one stream. secretGenerator
  * literals are redacted from its stderr: kustomize echoes a malformed one.
+ * `onStarted` hears when `kustomize build` is spawned (not the `kustomize edit` runs before it).
  */
-export async function renderKustomize(config: PluginConfig, signal: AbortSignal): Promise<RenderedStream[]> {
+export async function renderKustomize(config: PluginConfig, signal: AbortSignal, onStarted?: () => void): Promise<RenderedStream[]> {
   const redact = await secretGeneratorLiterals(config.appDir, config.repoRoot);
   const copy = hasOverrides(config.kustomize) ? await editedCopy(config, signal, redact) : undefined;
   try {
@@ -46,6 +47,7 @@ export async function renderKustomize(config: PluginConfig, signal: AbortSignal)
       signal,
       overrideVariable: 'DRIFTLESS_KUSTOMIZE',
       redact,
+      ...(onStarted === undefined ? {} : { onSpawn: onStarted }),
     });
     return [{ label: KUSTOMIZE_LABEL, text, rendered: true }];
   } finally {

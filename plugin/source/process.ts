@@ -43,6 +43,8 @@ export interface RunOptions {
    * Strings shorter than `MIN_REDACT_LENGTH` are ignored (see redact.ts).
    */
   readonly redact?: readonly string[];
+  /** Called once the child is starting (spawn returned; a failure to start still rejects the result). */
+  readonly onSpawn?: () => void;
 }
 
 /**
@@ -73,6 +75,8 @@ export function runProcess(options: RunOptions): Promise<string> {
       reject(startFailure(options, error as NodeJS.ErrnoException));
       return;
     }
+    // Not on the 'spawn' event: it comes a turn of the event loop later, and the caller only needs to know that the child is starting.
+    options.onSpawn?.();
 
     const forms = redactionForms(options.redact ?? []);
     const keep = rollingKeepBytes(forms, STDERR_TAIL_BYTES);

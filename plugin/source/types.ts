@@ -10,7 +10,13 @@ export interface RenderedStream {
   readonly rendered?: boolean;
 }
 
-/** Where `renderSource` reads stdin from; tests pass their own stream. */
+/** The render stage's ports: where `renderSource` reads stdin from (tests pass their own stream), and who hears that it is under way. */
 export interface SourceIo {
   readonly stdin: NodeJS.ReadableStream & AsyncIterable<Buffer | string>;
+  /**
+   * Called once the renderer that produces the manifests (`helm template`, `kustomize build`) has been
+   * spawned. main.ts waits for it before loading the rest of the plugin, so that the modules compile on
+   * one core while the renderer runs on the other, instead of delaying the renderer's start.
+   */
+  readonly onRendererStarted?: () => void;
 }

@@ -161,6 +161,28 @@ describe('renderers on PATH (stand-ins; the real ones are tested in source-kusto
     });
   });
 
+  it('says the renderer has started while it is still running, so the caller can load the rest meanwhile', { timeout: 30_000 }, async () => {
+    for (const [fixture, tool] of [['helm-chart', 'helm'], ['kustomize', 'kustomize']] as const) {
+      const app = await fixtureCopy(fixture);
+      const bin = path.join(await tempDir(), 'bin');
+      const gate = path.join(await tempDir(), 'go');
+      // The stand-in renders only once the test opens the gate, which it does when told that the renderer started.
+      await fakeTool(bin, tool, `while [ ! -e ${gate} ]; do sleep 0.05; done; echo "kind: From${tool}"`);
+      const events: string[] = [];
+      const rendering = renderSource(configFor(app, [], { PATH: `${bin}${path.delimiter}/usr/bin:/bin` }), never, {
+        stdin: process.stdin,
+        onRendererStarted: () => {
+          events.push('started');
+          void writeFile(gate, '');
+        },
+      });
+      const streams = await rendering;
+      events.push('rendered');
+      assert.deepEqual(events, ['started', 'rendered'], tool);
+      assert.equal(streams[0]?.text, `kind: From${tool}\n`);
+    }
+  });
+
   it('uses DRIFTLESS_HELM instead of PATH', async () => {
     const app = await fixtureCopy('helm-chart');
     const helm = await fakeTool(await tempDir(), 'my-helm', 'echo "kind: FromOverride"');
