@@ -119,6 +119,16 @@ const LAYOUTS = [
   'apiVersion: v1\nkind: Service\n',
   'apiVersion: v1\nkind: Service\nmetadata:\n',
   'apiVersion: v1\nkind: Service\nmetadata:\n  name: a\nspec:\n  description: "a\\\n    b"\n',
+  // Runs of plain lines, which are stepped over at once, ending in a line that must be lexed.
+  `${CRD}spec:\n  a: b\n  - c: d\n  -\n   \n\n  e: "x\nkind: Deployment"\n`,
+  `${CRD}spec:\n  a: b\n  c:  - x\n`,
+  `${CRD}spec:\n  a: b\n  c: d: e\n`,
+  `${CRD}spec:\n  a: b\n  c: d:\n`,
+  `${CRD}spec:\n  a: it's [not] {a flow}\n  b: 'x\nkind: Deployment'\n`,
+  `${CRD}spec:\n  a: b\n  c: |\n    "x\n  d: e\nkind: Deployment\n`,
+  `${CRD}spec:\n  a: b\n  c: [1,\nkind: Deployment]\n`,
+  `${CRD}spec:\n  a: b\n\tc: d\n`,
+  `${CRD}spec:\n  a: b\n  ü: ß\nmetadata:\n  name: last\n`,
 ];
 
 describe('identity skim: what Go reads, or no answer', () => {
