@@ -43,6 +43,15 @@ const TOP_KEY = /([A-Za-z][A-Za-z0-9_-]*):(?=[ \n]|$)/y;
  */
 const PLAIN_LINES = /(?: +(?:-(?: +|(?=\n)))*(?:[^\n "'\[\]{}|>&*!?%@`,#:\t\r-][^\n:#\t\r]*(?::(?: +[^\n "'\[\]{}|>&*!?%@`,#:\t\r-][^\n:#\t\r]*| *))?)?)?\n/y;
 const PLAIN_LINE_RUN = new RegExp(`(?:${PLAIN_LINES.source})+`, 'y');
+
+/**
+ * A quoted scalar from its opening quote to the quote that closes it, over lines as long as none has
+ * content at column 0 (where Go would still be inside it); in double quotes no escaped line break (its
+ * folding is left to the full reader). `''` is a quote inside single quotes, never the end: the
+ * lookahead keeps a failed search from backtracking to one.
+ */
+const SINGLE_QUOTED = /'(?:[^'\n]|''|\n(?![^ \n]))*'(?!')/y;
+const DOUBLE_QUOTED = /"(?:[^"\\\n]|\\[^\n]|\n(?![^ \n]))*"/y;
 const IDENTITY_FIELDS = new Set(['name', 'generateName', 'namespace']);
 
 /** The identity of the block mapping in `text[start, end)`, or undefined when it cannot be proven without a full read. */
@@ -288,34 +297,18 @@ class Skim {
    */
   #quoteEnd(p: number): number {
     const text = this.#text;
-    const quote = text.charCodeAt(p);
-    let lineEnd = this.#lineEnd;
-    for (let i = p + 1; i < this.#end; i++) {
-      if (i === lineEnd) {
-        if (lineEnd === this.#end) break;
-        const next = i + 1;
-        lineEnd = text.indexOf('\n', next);
-        if (lineEnd === -1 || lineEnd > this.#end) lineEnd = this.#end;
-        const c = text.charCodeAt(next);
-        if (next < lineEnd && c !== 32) throw new Unsure(); // content at column 0 inside the scalar
-        continue;
-      }
-      const d = text.charCodeAt(i);
-      if (quote === 34 && d === 92) {
-        if (i + 1 === lineEnd) throw new Unsure(); // an escaped line break: leave it to the reader
-        i++;
-      } else if (d === quote) {
-        if (quote === 39 && text.charCodeAt(i + 1) === 39) i++;
-        else {
-          if (lineEnd !== this.#lineEnd) {
-            this.#lineEnd = lineEnd;
-            this.#multiLine = true;
-          }
-          return i + 1;
-        }
-      }
+    // One native match to the closing quote: quoted CRD descriptions run over many lines.
+    const scalar = text.charCodeAt(p) === 34 ? DOUBLE_QUOTED : SINGLE_QUOTED;
+    scalar.lastIndex = p;
+    if (!scalar.test(text) || scalar.lastIndex > this.#end) throw new Unsure();
+    const close = scalar.lastIndex;
+    if (text.lastIndexOf('\n', close - 1) > p) {
+      let lineEnd = text.indexOf('\n', close);
+      if (lineEnd === -1 || lineEnd > this.#end) lineEnd = this.#end;
+      this.#lineEnd = lineEnd;
+      this.#multiLine = true;
     }
-    throw new Unsure();
+    return close;
   }
 
   /** The offset just after the bracket that closes the flow collection opening at `p`, on this line, or Unsure. */
