@@ -210,9 +210,9 @@ export function parseStreamFast(stream: TextStream, limits: DocumentLimits = DEF
       if (only !== undefined) documents.push({ ...only, explicitStart: explicit });
       continue;
     }
-    if (read.root === undefined) continue;
-    // The tree is only needed for the few documents that get stamped: read it again then, instead of
-    // keeping thousands of trees alive (old-space garbage collection was most of the run time).
+    if (read.value === null) continue;
+    // The tree is only needed for the few documents that get stamped: read it then, instead of building
+    // (and keeping alive) thousands of trees (allocation and garbage collection were most of the run time).
     let root: TreeNode | undefined;
     const documentText = text.slice(start, end);
     const template = helmTemplateOf(documentText);
@@ -269,8 +269,9 @@ function skimmedDocument(
   let full: ParsedDocument | undefined;
   const read = (): ParsedDocument => {
     if (full !== undefined) return full;
-    const fast = readFastDocument(text, bodyStart, end, limits.maxDepth ?? DEFAULT_MAX_DEPTH);
-    const root = fast?.root;
+    const maxDepth = limits.maxDepth ?? DEFAULT_MAX_DEPTH;
+    const fast = readFastDocument(text, bodyStart, end, maxDepth);
+    const root = fast === undefined || fast.value === null ? undefined : readFastTree(text, bodyStart, end, maxDepth);
     full = fast !== undefined && root !== undefined
       ? { file: stream.label, index, text: documentText, explicitStart: explicit, value: fast.value, root, rangeBase: start }
       : parseSegment(stream, documentText, start, index, limits)[0]?.document;
