@@ -59,6 +59,11 @@ export interface ParsedDocument {
   readonly root: TreeNode;
   /** Where `text` begins in the source the node ranges refer to. */
   readonly rangeBase: number;
+  /**
+   * Set when the fast reader read the document (its value and its tree): the stamper may then check an
+   * edit by that reader's line rules instead of reading the stamped document again (stamp.ts).
+   */
+  readonly fastRead?: true;
   /** The template file helm names for the document (its `# Source:` comment), for messages. */
   readonly template?: string;
 }
@@ -229,6 +234,7 @@ export function parseStreamFast(stream: TextStream, limits: DocumentLimits = DEF
         return root;
       },
       rangeBase: start,
+      fastRead: true,
     });
   }
   return documents;
