@@ -217,8 +217,8 @@ export function parseStreamFast(stream: TextStream, limits: DocumentLimits = DEF
     }
     if (read.value === null) continue;
     // The tree is only needed for the few documents that get stamped: read it then, instead of building
-    // (and keeping alive) thousands of trees (allocation and garbage collection were most of the run time).
-    let root: TreeNode | undefined;
+    // thousands of trees (allocation and garbage collection were most of the run time). Read on every
+    // use and not kept: a kept tree lives to the end of the run, and the stamper asks once per document.
     const documentText = text.slice(start, end);
     const template = helmTemplateOf(documentText);
     documents.push({
@@ -229,7 +229,7 @@ export function parseStreamFast(stream: TextStream, limits: DocumentLimits = DEF
       value: read.value,
       ...(template === undefined ? {} : { template }),
       get root(): TreeNode {
-        root ??= readFastTree(text, bodyStart, end, maxDepth);
+        const root = readFastTree(text, bodyStart, end, maxDepth);
         if (root === undefined) throw new Error('internal: a document read once could not be read again');
         return root;
       },

@@ -117,9 +117,12 @@ function quoted(value: string): string {
 
 class Source {
   readonly #document: ParsedDocument;
+  /** Asked for once: the fast reader's documents read their tree on every ask (they do not keep it). */
+  readonly #root: TreeNode;
 
   constructor(document: ParsedDocument) {
     this.#document = document;
+    this.#root = document.root;
   }
 
   /** The character at a source offset. */
@@ -149,7 +152,7 @@ class Source {
 
   /** Follows a path of mapping keys and sequence indexes to the pod template mapping. */
   navigate(path: readonly (string | number)[]): FastMap {
-    let node: TreeNode | undefined = this.#document.root;
+    let node: TreeNode | undefined = this.#root;
     const walked: string[] = [];
     for (const step of path) {
       walked.push(String(step));
