@@ -137,6 +137,13 @@ class Reader {
   #i = 0;
   /** The source offset where the node returned last ends (its range's end), in both modes. */
   #end = 0;
+  /**
+   * Where the scalar or key text a lexing method returned last ends (after a closing quote, or the
+   * trimmed end of a plain scalar); for `#key` also `#valueStart`. Fields instead of a returned tuple:
+   * these run for every key and value, and a tuple each was a good part of the reader's garbage.
+   */
+  #to = 0;
+  #valueStart = 0;
 
   constructor(text: string, start: number, end: number, maxDepth: number, tree: boolean) {
     this.#text = text;
@@ -198,8 +205,9 @@ class Reader {
     for (;;) {
       const line = this.#lines[this.#i] as Line;
       // A repeated key stays in `pairs` (the stamper looks for the last one) and wins in the value, as in Go.
-      const { key, keyEnd, valueStart } = this.#key(keyStart, line.end);
-      const value = this.#value(indent, keyEnd, valueStart, line, true);
+      const key = this.#key(keyStart, line.end);
+      const keyEnd = this.#to;
+      const value = this.#value(indent, keyEnd, this.#valueStart, line, true);
       if (pairs !== undefined) pairs.push({ key, keyRange: [keyStart, keyEnd], value: value as FastNode });
       else setOwn(out, key, value);
       rangeEnd = Math.max(rangeEnd, this.#end);
@@ -285,15 +293,16 @@ class Reader {
     if (c === 124 /* | */) {
       return this.#literal(indent, start, line);
     } else if (c === 34 /* " */) {
-      const [value, end] = this.#doubleQuoted(start, line.end);
-      node = this.#scalar(start, end, value);
+      const value = this.#doubleQuoted(start, line.end);
+      node = this.#scalar(start, this.#to, value);
     } else if (c === 39 /* ' */) {
-      const [value, end] = this.#singleQuotedLines(indent, start, line);
-      node = this.#scalar(start, end, value);
+      const value = this.#singleQuotedLines(indent, start, line);
+      node = this.#scalar(start, this.#to, value);
     } else if (c === 123 /* { */ || c === 91 /* [ */) {
       node = this.#flow(start, line.end);
     } else {
-      const { source, end } = this.#plain(start, line.end);
+      const source = this.#plain(start, line.end);
+      const end = this.#to;
       // Without a comment after it, the scalar may go on over deeper lines (CRD descriptions do, by thousands).
       const folded = end === this.#trimmedEnd(start, line.end) ? this.#plainLines(indent, source) : undefined;
       node = folded === undefined ? this.#scalar(start, end, resolvePlain(source)) : this.#scalar(start, folded.end, resolvePlain(folded.value));
@@ -327,11 +336,13 @@ class Reader {
         let keyEnd: number;
         const k = text.charCodeAt(i);
         if (k === 34 || k === 39) {
-          [key, keyEnd] = k === 34 ? this.#doubleQuoted(i, lineEnd) : this.#singleQuoted(i, lineEnd);
+          key = k === 34 ? this.#doubleQuoted(i, lineEnd) : this.#singleQuoted(i, lineEnd);
+          keyEnd = this.#to;
           i = this.#skipSpaces(keyEnd, lineEnd);
           if (text.charCodeAt(i) !== 58) throw new GiveUp();
         } else {
-          const { source, end } = this.#flowPlain(i, lineEnd);
+          const source = this.#flowPlain(i, lineEnd);
+          const end = this.#to;
           if (text.charCodeAt(end) !== 58) throw new GiveUp(); // `{a}` or `{a :b}`: leave to yaml
           const resolved = resolvePlain(source);
           if (typeof resolved !== 'string' || source === '<<') throw new GiveUp();
@@ -374,16 +385,17 @@ class Reader {
     const c = text.charCodeAt(i);
     if (c === 123 || c === 91) return this.#flow(i, lineEnd);
     if (c === 34 || c === 39) {
-      const [value, end] = c === 34 ? this.#doubleQuoted(i, lineEnd) : this.#singleQuoted(i, lineEnd);
-      return this.#scalar(i, end, value);
+      const value = c === 34 ? this.#doubleQuoted(i, lineEnd) : this.#singleQuoted(i, lineEnd);
+      return this.#scalar(i, this.#to, value);
     }
-    const { source, end } = this.#flowPlain(i, lineEnd);
+    const source = this.#flowPlain(i, lineEnd);
+    const end = this.#to;
     if (text.charCodeAt(end) === 58) throw new GiveUp(); // `[a: b]`: a pair in a sequence
     return this.#scalar(i, end, resolvePlain(source));
   }
 
   /** A plain scalar inside a flow collection: stops at `,`, `]`, `}`, `: ` and ` #`. */
-  #flowPlain(i: number, lineEnd: number): { source: string; end: number } {
+  #flowPlain(i: number, lineEnd: number): string {
     const text = this.#text;
     let end = i;
     for (; end < lineEnd; end++) {
@@ -401,7 +413,8 @@ class Reader {
     while (trimmed > i && text.charCodeAt(trimmed - 1) === 32) trimmed--;
     const source = text.slice(i, trimmed);
     if (source === '' || forbiddenPlainStart(source)) throw new GiveUp();
-    return { source, end: trimmed };
+    this.#to = trimmed;
+    return source;
   }
 
   /** A `-` followed by a space, a line break or the end: a sequence entry indicator. */
@@ -529,7 +542,7 @@ class Reader {
    * as Go folds them (like `#plainLines`; `''` is a quote). Leaves `#i` on the
    * line where it closes and returns its value and the offset after the quote.
    */
-  #singleQuotedLines(indent: number, start: number, line: Line): [string, number] {
+  #singleQuotedLines(indent: number, start: number, line: Line): string {
     const text = this.#text;
     const lines = this.#lines;
     let out = '';
@@ -548,7 +561,8 @@ class Reader {
         }
         out += text.slice(run, i);
         this.#i = lineIndex;
-        return [out, i + 1];
+        this.#to = i + 1;
+        return out;
       }
       out += text.slice(run, this.#trimmedEnd(run, lineEnd));
       let breaks = 0;
@@ -569,7 +583,7 @@ class Reader {
     }
   }
 
-  #doubleQuoted(start: number, lineEnd: number): [string, number] {
+  #doubleQuoted(start: number, lineEnd: number): string {
     const text = this.#text;
     let out = '';
     let i = start + 1;
@@ -578,7 +592,8 @@ class Reader {
       const c = text.charCodeAt(i);
       if (c === 34) {
         out += text.slice(run, i);
-        return [out, i + 1];
+        this.#to = i + 1;
+        return out;
       }
       if (c === 92 /* \ */) {
         out += text.slice(run, i);
@@ -609,7 +624,7 @@ class Reader {
     throw new GiveUp(); // continues on the next line
   }
 
-  #singleQuoted(start: number, lineEnd: number): [string, number] {
+  #singleQuoted(start: number, lineEnd: number): string {
     const text = this.#text;
     let out = '';
     let run = start + 1;
@@ -622,14 +637,15 @@ class Reader {
           continue;
         }
         out += text.slice(run, i);
-        return [out, i + 1];
+        this.#to = i + 1;
+        return out;
       }
     }
     throw new GiveUp();
   }
 
   /** A single-line plain scalar from `start`: up to ` #` or the line end, trailing spaces trimmed. */
-  #plain(start: number, lineEnd: number): { source: string; end: number } {
+  #plain(start: number, lineEnd: number): string {
     const text = this.#text;
     let end = lineEnd;
     for (let i = start + 1; i < lineEnd; i++) {
@@ -641,7 +657,8 @@ class Reader {
     while (end > start && text.charCodeAt(end - 1) === 32) end--;
     const source = text.slice(start, end);
     if (source === '' || forbiddenPlainStart(source) || source.includes(': ') || source.endsWith(':')) throw new GiveUp();
-    return { source, end };
+    this.#to = end;
+    return source;
   }
 
   /** Whether a mapping key starts at `start` on this line. */
@@ -650,7 +667,9 @@ class Reader {
     const c = text.charCodeAt(start);
     if (c === 34 || c === 39) {
       try {
-        const [, end] = c === 34 ? this.#doubleQuoted(start, lineEnd) : this.#singleQuoted(start, lineEnd);
+        if (c === 34) this.#doubleQuoted(start, lineEnd);
+        else this.#singleQuoted(start, lineEnd);
+        const end = this.#to;
         return text.charCodeAt(end) === 58 && (end + 1 === lineEnd || text.charCodeAt(end + 1) === 32);
       } catch {
         return false;
@@ -663,14 +682,18 @@ class Reader {
     return true;
   }
 
-  /** Reads `key:` at `start`; the key must be a string to both YAML and JavaScript. */
-  #key(start: number, lineEnd: number): { key: string; keyEnd: number; valueStart: number } {
+  /**
+   * Reads `key:` at `start`; the key must be a string to both YAML and JavaScript. `#to` is then where
+   * the key ends and `#valueStart` where its value may begin.
+   */
+  #key(start: number, lineEnd: number): string {
     const text = this.#text;
     const c = text.charCodeAt(start);
     let key: string;
     let keyEnd: number;
     if (c === 34 || c === 39) {
-      [key, keyEnd] = c === 34 ? this.#doubleQuoted(start, lineEnd) : this.#singleQuoted(start, lineEnd);
+      key = c === 34 ? this.#doubleQuoted(start, lineEnd) : this.#singleQuoted(start, lineEnd);
+      keyEnd = this.#to;
       if (text.charCodeAt(keyEnd) !== 58) throw new GiveUp();
     } else {
       const colon = this.#keyColon(start, lineEnd);
@@ -690,7 +713,9 @@ class Reader {
     let valueStart = keyEnd + 1;
     if (valueStart < lineEnd && text.charCodeAt(valueStart) !== 32) throw new GiveUp();
     while (valueStart < lineEnd && text.charCodeAt(valueStart) === 32) valueStart++;
-    return { key, keyEnd, valueStart };
+    this.#to = keyEnd;
+    this.#valueStart = valueStart;
+    return key;
   }
 }
 
