@@ -4,7 +4,7 @@ import { loadYaml } from './lazy-yaml.ts';
 import type { InputLocation } from './errors.ts';
 import { readFastDocument, readFastTree } from './fast-yaml.ts';
 import { GO_SCALAR_TAGS, classifyGoPlain } from './go-scalars.ts';
-import type { FastNode, FastPair } from './fast-yaml.ts';
+import type { FastDocument, FastNode, FastPair } from './fast-yaml.ts';
 import { Locator, helmTemplateOf } from './locate.ts';
 import { splitDocuments } from './split.ts';
 import type { Region } from './split.ts';
@@ -65,6 +65,12 @@ export interface ParsedDocument {
    * edit by that reader's line rules instead of reading the stamped document again (stamp.ts).
    */
   readonly fastRead?: true;
+  /**
+   * From the fast reader: each block mapping of `value` that is the value of a `template`, `metadata`
+   * or `annotations` key, with the source offset of its first key; the stamper's usual insertion
+   * needs nothing else, so a workload is not read a second time for its tree.
+   */
+  readonly blockMaps?: ReadonlyMap<object, number>;
   /** The template file helm names for the document (its `# Source:` comment), for messages. */
   readonly template?: string;
 }
@@ -220,7 +226,7 @@ export function parseStreamFast(stream: TextStream, limits: DocumentLimits = DEF
       continue;
     }
     if (read.value === null) continue;
-    documents.push(new FastReadDocument(stream.label, index, text, [start, bodyStart, end, explicit], read.value, maxDepth));
+    documents.push(new FastReadDocument(stream.label, index, text, [start, bodyStart, end, explicit], read, maxDepth));
   }
   return documents;
 }
@@ -240,17 +246,19 @@ class FastReadDocument implements ParsedDocument {
   readonly rangeBase: number;
   readonly template: string | undefined;
   readonly fastRead = true as const;
+  readonly blockMaps: ReadonlyMap<object, number> | undefined;
   readonly #source: string;
   readonly #bodyStart: number;
   readonly #end: number;
   readonly #maxDepth: number;
 
-  constructor(file: string, index: number, source: string, [start, bodyStart, end, explicit]: readonly [number, number, number, boolean], value: unknown, maxDepth: number) {
+  constructor(file: string, index: number, source: string, [start, bodyStart, end, explicit]: readonly [number, number, number, boolean], read: FastDocument, maxDepth: number) {
     this.file = file;
     this.index = index;
     this.text = source.slice(start, end);
     this.explicitStart = explicit;
-    this.value = value;
+    this.value = read.value;
+    this.blockMaps = read.blockMaps;
     this.rangeBase = start;
     this.template = helmTemplateOf(this.text);
     this.#source = source;

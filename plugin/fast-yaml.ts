@@ -70,6 +70,12 @@ function resolvePlain(source: string): unknown {
 /** The result for one document body: its value, `null` for a body with no content (otherwise always a mapping). */
 export interface FastDocument {
   readonly value: unknown;
+  /**
+   * Where the pod template's mappings sit, for the stamper (no second reading of a workload): every
+   * block mapping of the value that is the value of a `template`, `metadata` or `annotations` key,
+   * with the source offset of its first key. Undefined when there is none.
+   */
+  readonly blockMaps: ReadonlyMap<object, number> | undefined;
 }
 
 /**
@@ -82,8 +88,9 @@ export interface FastDocument {
  */
 export function readFastDocument(text: string, start: number, end: number, maxDepth: number): FastDocument | undefined {
   return attempt(() => {
-    const root = new Reader(text, start, end, maxDepth, false).root();
-    return { value: root ?? null };
+    const reader = new Reader(text, start, end, maxDepth, false);
+    const root = reader.root();
+    return { value: root ?? null, blockMaps: reader.blockMaps };
   });
 }
 
@@ -144,6 +151,10 @@ class Reader {
    */
   #to = 0;
   #valueStart = 0;
+  /** In value mode: the mapping the last block `#mapping` built, and where its first key starts. */
+  #lastBlock: object | undefined;
+  #lastBlockStart = 0;
+  #blockMaps: Map<object, number> | undefined;
 
   constructor(text: string, start: number, end: number, maxDepth: number, tree: boolean) {
     this.#text = text;
@@ -162,6 +173,11 @@ class Reader {
       this.#lines.push({ start: pos, end: lineEnd, indent: blank ? -1 : col - pos });
       pos = lineEnd + 1;
     }
+  }
+
+  /** See FastDocument's `blockMaps`. */
+  get blockMaps(): ReadonlyMap<object, number> | undefined {
+    return this.#blockMaps;
   }
 
   /** The body's root mapping; undefined for a body of only comments and blank lines. */
@@ -209,7 +225,13 @@ class Reader {
       const keyEnd = this.#to;
       const value = this.#value(indent, keyEnd, this.#valueStart, line, true);
       if (pairs !== undefined) pairs.push({ key, keyRange: [keyStart, keyEnd], value: value as FastNode });
-      else setOwn(out, key, value);
+      else {
+        setOwn(out, key, value);
+        if (this.#lastBlock !== undefined && value === this.#lastBlock && (key === 'template' || key === 'metadata' || key === 'annotations')) {
+          this.#blockMaps ??= new Map();
+          this.#blockMaps.set(value, this.#lastBlockStart);
+        }
+      }
       rangeEnd = Math.max(rangeEnd, this.#end);
       const next = this.#peek();
       if (next === undefined || next.indent < indent) break;
@@ -220,7 +242,10 @@ class Reader {
     }
     this.#depth--;
     this.#end = rangeEnd;
-    return pairs === undefined ? out : { type: 'map', flow: false, range: [firstKey, rangeEnd], pairs };
+    if (pairs !== undefined) return { type: 'map', flow: false, range: [firstKey, rangeEnd], pairs };
+    this.#lastBlock = out;
+    this.#lastBlockStart = firstKey;
+    return out;
   }
 
   /** A block sequence whose `-` sit at column `indent`. */

@@ -50,12 +50,7 @@ export class StampVerificationError extends Error {
 /** Returns the document's text with every stamp applied; the input text when `stamps` is empty. */
 export function stampDocument(document: ParsedDocument, stamps: readonly Stamp[]): string {
   if (stamps.length === 0) return document.text;
-  const source = new Source(document);
-  const edits: Edit[] = [];
-  for (const stamp of stamps) {
-    const template = source.navigate(stamp.templatePath);
-    edits.push(source.ensure(template, [...ANNOTATION_PATH], stamp.hash, stamp.templatePath.map(String)));
-  }
+  const edits = insertionsByValue(document, stamps) ?? editsByTree(document, stamps);
   // Apply from the end so earlier offsets stay valid; ranges of different stamps never overlap.
   edits.sort((a, b) => b.start - a.start);
   let text = document.text;
@@ -66,6 +61,50 @@ export function stampDocument(document: ParsedDocument, stamps: readonly Stamp[]
   }
   if (!insertedByLineRules(document, edits, stamps)) verify(document, stamps, text);
   return text;
+}
+
+function editsByTree(document: ParsedDocument, stamps: readonly Stamp[]): Edit[] {
+  const source = new Source(document);
+  return stamps.map((stamp) => source.ensure(source.navigate(stamp.templatePath), [...ANNOTATION_PATH], stamp.hash, stamp.templatePath.map(String)));
+}
+
+/**
+ * The usual stamp without the document's tree (reading a workload again for it was most of what
+ * stamping cost): the pod template's mappings are found through the value (the last of repeated
+ * keys, as `navigate` and `ensure` take them) and placed through the fast reader's `blockMaps`, and
+ * the edit is the one `ensure` makes there: `#insertPair` into the deepest existing block mapping
+ * of template, metadata, annotations, before its first key, at its column. Undefined wherever
+ * `ensure` could do anything else (a null, flow or missing-from-blockMaps mapping on the way, an
+ * existing hash, a first key sharing its line with `- `): the tree decides those. The fast reader
+ * reads no merge keys (so none can hide a key here) and no CR (so lines end in `\n`).
+ */
+function insertionsByValue(document: ParsedDocument, stamps: readonly Stamp[]): Edit[] | undefined {
+  const blockMaps = document.blockMaps;
+  if (blockMaps === undefined) return undefined;
+  const text = document.text;
+  const base = document.rangeBase;
+  const edits: Edit[] = [];
+  for (const stamp of stamps) {
+    const template = getIn(document.value, stamp.templatePath);
+    if (!isObject(template) || !blockMaps.has(template)) return undefined;
+    let map: Record<string, unknown> = template;
+    let depth = 0;
+    for (; depth < ANNOTATION_PATH.length; depth++) {
+      const key = ANNOTATION_PATH[depth] as string;
+      if (!Object.hasOwn(map, key)) break;
+      const child = map[key];
+      if (depth === ANNOTATION_PATH.length - 1 || !isObject(child) || !blockMaps.has(child)) return undefined;
+      map = child;
+    }
+    const keyStart = blockMaps.get(map) as number;
+    const lineStart = text.lastIndexOf('\n', keyStart - base - 1) + 1 + base;
+    for (let i = lineStart; i < keyStart; i++) if (text.charCodeAt(i - base) !== 32) return undefined;
+    const keys = ANNOTATION_PATH.slice(depth);
+    const lines = blockLines(keys, stamp.hash);
+    const prefix = ' '.repeat(keyStart - lineStart);
+    edits.push({ start: lineStart, end: lineStart, text: lines.map((line) => `${prefix}${line}\n`).join(''), inserted: { keys, hash: stamp.hash, lines } });
+  }
+  return edits;
 }
 
 /**
