@@ -2,7 +2,7 @@ import type { Document, DocumentOptions, ParseOptions, Scalar, SchemaOptions } f
 import { InvalidInputError } from './errors.ts';
 import { loadYaml } from './lazy-yaml.ts';
 import type { InputLocation } from './errors.ts';
-import { readFastDocument, readFastTree } from './fast-yaml.ts';
+import { KeyCache, readFastDocument, readFastTree } from './fast-yaml.ts';
 import { GO_SCALAR_TAGS, classifyGoPlain } from './go-scalars.ts';
 import type { FastDocument, FastNode, FastPair } from './fast-yaml.ts';
 import { Locator, helmTemplateOf } from './locate.ts';
@@ -205,6 +205,7 @@ export function parseStreamFast(stream: TextStream, limits: DocumentLimits = DEF
   const maxDepth = limits.maxDepth ?? DEFAULT_MAX_DEPTH;
   const regions = splitDocuments(text);
   const documents: ParsedDocument[] = [];
+  const keys = new KeyCache();
   for (let index = 0; index < regions.length; index++) {
     const [start, bodyStart, end, explicit, marker] = regions[index] as Region;
     // Content on the `---` line: yaml's path. A bare `---` line, the usual, needs no regular expression.
@@ -216,7 +217,7 @@ export function parseStreamFast(stream: TextStream, limits: DocumentLimits = DEF
       documents.push(new SkimmedDocument(stream, index, [start, bodyStart, end, explicit], identity, limits));
       continue;
     }
-    const read = readFastDocument(text, bodyStart, end, maxDepth);
+    const read = readFastDocument(text, bodyStart, end, maxDepth, keys);
     if (read === undefined) {
       // Only this document is unusual: yaml reads it alone (errors still name stream lines).
       const entries = parseSegment(stream, text.slice(start, end), start, index, limits);

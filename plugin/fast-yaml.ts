@@ -86,9 +86,9 @@ export interface FastDocument {
  * body has something the fast reader does not handle; `{ value: null }` for a
  * body of only comments and blank lines.
  */
-export function readFastDocument(text: string, start: number, end: number, maxDepth: number): FastDocument | undefined {
+export function readFastDocument(text: string, start: number, end: number, maxDepth: number, keys?: KeyCache): FastDocument | undefined {
   return attempt(() => {
-    const reader = new Reader(text, start, end, maxDepth, false);
+    const reader = new Reader(text, start, end, maxDepth, false, keys);
     const root = reader.root();
     return { value: root ?? null, blockMaps: reader.blockMaps };
   });
@@ -98,8 +98,37 @@ export function readFastDocument(text: string, start: number, end: number, maxDe
  * The tree with source offsets, for the stamper: the same reading as
  * `readFastDocument` (one reader, one set of decisions), building nodes instead of values.
  */
-export function readFastTree(text: string, start: number, end: number, maxDepth: number): FastMap | undefined {
-  return attempt(() => new Reader(text, start, end, maxDepth, true).root() as FastMap | undefined);
+export function readFastTree(text: string, start: number, end: number, maxDepth: number, keys?: KeyCache): FastMap | undefined {
+  return attempt(() => new Reader(text, start, end, maxDepth, true, keys).root() as FastMap | undefined);
+}
+
+/** Keys up to this length are remembered by a KeyCache. */
+const CACHED_KEY_LENGTH = 40;
+
+/**
+ * The plain keys a stream's documents used before, one per length and first character (the last
+ * one seen), shared by the reads of one stream. A key equal to a remembered one is that same
+ * string: no slice, no second resolution (a plain key's checks depend on its text alone), and
+ * V8 stores a property under a string it already knows without looking the key up in its string
+ * table, which was a good part of reading a mapping.
+ */
+export class KeyCache {
+  readonly #slots: (string | undefined)[] = [];
+
+  /** The remembered key equal to `text[start, end)`, if there is one. */
+  find(text: string, start: number, end: number): string | undefined {
+    const length = end - start;
+    const first = text.charCodeAt(start);
+    if (length > CACHED_KEY_LENGTH || first >= 128) return undefined;
+    const key = this.#slots[length * 128 + first];
+    return key !== undefined && text.startsWith(key, start) ? key : undefined;
+  }
+
+  /** Remembers a plain key that was read and resolved to itself. */
+  remember(key: string): void {
+    const first = key.charCodeAt(0);
+    if (key.length <= CACHED_KEY_LENGTH && first < 128) this.#slots[key.length * 128 + first] = key;
+  }
 }
 
 function attempt<T>(read: () => T): T | undefined {
@@ -155,9 +184,11 @@ class Reader {
   #lastBlock: object | undefined;
   #lastBlockStart = 0;
   #blockMaps: Map<object, number> | undefined;
+  readonly #keys: KeyCache | undefined;
 
-  constructor(text: string, start: number, end: number, maxDepth: number, tree: boolean) {
+  constructor(text: string, start: number, end: number, maxDepth: number, tree: boolean, keys?: KeyCache) {
     this.#text = text;
+    this.#keys = keys;
     this.#maxDepth = maxDepth;
     this.#tree = tree;
     if (text.slice(start, end).includes('\t')) throw new GiveUp(); // tabs: whitespace rules differ by context, leave to yaml
@@ -726,11 +757,17 @@ class Reader {
       keyEnd = colon;
       let trimmed = keyEnd;
       while (trimmed > start && text.charCodeAt(trimmed - 1) === 32) trimmed--;
-      const source = text.slice(start, trimmed);
-      if (forbiddenPlainStart(source) || source.includes(' #')) throw new GiveUp();
-      const resolved = resolvePlain(source);
-      if (typeof resolved !== 'string' || source === '<<') throw new GiveUp(); // `on:`, `1:`, merge keys: leave to yaml
-      key = resolved;
+      const known = this.#keys?.find(text, start, trimmed);
+      if (known !== undefined) {
+        key = known;
+      } else {
+        const source = text.slice(start, trimmed);
+        if (forbiddenPlainStart(source) || source.includes(' #')) throw new GiveUp();
+        const resolved = resolvePlain(source);
+        if (typeof resolved !== 'string' || source === '<<') throw new GiveUp(); // `on:`, `1:`, merge keys: leave to yaml
+        key = resolved;
+        this.#keys?.remember(key);
+      }
       keyEnd = trimmed;
       if (text.charCodeAt(keyEnd) !== 58) throw new GiveUp();
     }
