@@ -10,10 +10,11 @@ import type { FastMap, FastPair } from './fast-yaml.ts';
 /**
  * Writes the hash annotation into a document by splicing text, so that the
  * rest of the document keeps its exact bytes (comments, quoting, `yes`/`on`,
- * big integers, anchors). Every edited document is parsed again and compared
- * with the expected value before it is used: if a layout ever defeats the
- * splicing, the command fails instead of emitting a manifest that means
- * something else.
+ * big integers, anchors). Every edited document is checked to mean the input
+ * plus the annotation before it is used (by the fast reader's line rules for
+ * the usual insertion, else by parsing it again and comparing values): if a
+ * layout ever defeats the splicing, the command fails instead of emitting a
+ * manifest that means something else.
  */
 
 /** One annotation to write: where the pod template is (from the document root) and the value. */
