@@ -38,46 +38,46 @@ export function apiGroup(apiVersion: string): string {
  */
 export function toManifest(object: unknown, context: ManifestContext): Manifest {
   const origin = context.origin;
-  const guess = {
+  // What an error names the object by; built only for an error (this runs for every object of a render).
+  const guess = (): { kind: string; name: string; namespace: string; origin?: Origin } => ({
     kind: isRecord(object) && typeof object['kind'] === 'string' ? object['kind'] : '<object>',
     name: typeof getPath(object, ['metadata', 'name']) === 'string' ? (getPath(object, ['metadata', 'name']) as string) : '',
     namespace: context.defaultNamespace,
     ...(origin === undefined ? {} : { origin }),
-  };
+  });
   if (!isRecord(object)) {
-    throw new ManifestError(guess, '.', 'a Kubernetes object must be a mapping');
+    throw new ManifestError(guess(), '.', 'a Kubernetes object must be a mapping');
   }
   const apiVersion = object['apiVersion'];
   if (typeof apiVersion !== 'string' || apiVersion === '') {
-    throw new ManifestError(guess, 'apiVersion', 'must be a non-empty string');
+    throw new ManifestError(guess(), 'apiVersion', 'must be a non-empty string');
   }
   const kind = object['kind'];
   if (typeof kind !== 'string' || kind === '') {
-    throw new ManifestError(guess, 'kind', 'must be a non-empty string');
+    throw new ManifestError(guess(), 'kind', 'must be a non-empty string');
   }
   const metadata = object['metadata'];
   if (!isRecord(metadata)) {
-    throw new ManifestError(guess, 'metadata', 'must be a mapping');
+    throw new ManifestError(guess(), 'metadata', 'must be a mapping');
   }
   const name = metadata['name'];
   const generateName = metadata['generateName'];
   // Argo CD applies objects that only have generateName (typically hook Jobs); they get name ''.
   const generated = (name === undefined || name === null || name === '') && typeof generateName === 'string' && generateName !== '';
   if (!generated && (typeof name !== 'string' || name === '')) {
-    throw new ManifestError(guess, 'metadata.name', 'must be a non-empty string (or use metadata.generateName)');
+    throw new ManifestError(guess(), 'metadata.name', 'must be a non-empty string (or use metadata.generateName)');
   }
   const namespace = metadata['namespace'];
   if (namespace !== undefined && namespace !== null && typeof namespace !== 'string') {
-    throw new ManifestError(guess, 'metadata.namespace', 'must be a string');
+    throw new ManifestError(guess(), 'metadata.namespace', 'must be a string');
   }
-  return Object.freeze({
-    object,
-    group: apiGroup(apiVersion),
-    kind,
-    name: generated ? '' : (name as string),
-    namespace: typeof namespace === 'string' && namespace !== '' ? namespace : context.defaultNamespace,
-    ...(origin === undefined ? {} : { origin }),
-  });
+  const group = apiGroup(apiVersion);
+  const resolvedName = generated ? '' : (name as string);
+  const resolvedNamespace = typeof namespace === 'string' && namespace !== '' ? namespace : context.defaultNamespace;
+  // Two literals rather than a spread of an optional field: one shape each, no copying.
+  return Object.freeze(origin === undefined
+    ? { object, group, kind, name: resolvedName, namespace: resolvedNamespace }
+    : { object, group, kind, name: resolvedName, namespace: resolvedNamespace, origin });
 }
 
 /**

@@ -59,16 +59,17 @@ export interface PlanOptions {
   readonly key?: HashKey;
 }
 
-/** The config-side objects of the render in one namespace. */
+/**
+ * The config-side objects of the render in one namespace. Keyed per kind, then by the name itself:
+ * a `kind/name` string built for every lookup was a good part of planning a large render.
+ */
 interface NamespaceIndex {
-  readonly configs: Map<string, Manifest[]>;
+  readonly configs: Record<ConfigKind, Map<string, Manifest[]>>;
   /** Provided Secret name → sources. */
   readonly sources: Map<string, Manifest[]>;
   /** Every name a named pattern may select, per kind: objects in the render and Secrets a source provides. */
   readonly names: Record<ConfigKind, Set<string>>;
 }
-
-const configKey = (kind: string, name: string): string => `${kind}/${name}`;
 
 function configKindOf(m: Manifest): ConfigKind | undefined {
   if (isConfigMap(m)) return 'ConfigMap';
@@ -119,7 +120,7 @@ function indexNamespaces(manifests: readonly Manifest[]): Map<string, NamespaceI
     if (m.name === '') continue;
     const kind = configKindOf(m);
     if (kind !== undefined) {
-      push(at(m.namespace).configs, configKey(kind, m.name), m);
+      push(at(m.namespace).configs[kind], m.name, m);
       at(m.namespace).names[kind].add(m.name);
     }
     const provided = providedSecretName(m);
@@ -151,7 +152,11 @@ function configAnnotations(objects: readonly Manifest[], sources: readonly Manif
 }
 
 function emptyIndex(): NamespaceIndex {
-  return { configs: new Map(), sources: new Map(), names: { ConfigMap: new Set(), Secret: new Set(), SecretProviderClass: new Set() } };
+  return {
+    configs: { ConfigMap: new Map(), Secret: new Map(), SecretProviderClass: new Map() },
+    sources: new Map(),
+    names: { ConfigMap: new Set(), Secret: new Set(), SecretProviderClass: new Set() },
+  };
 }
 
 const EMPTY_INDEX: NamespaceIndex = emptyIndex();
@@ -166,11 +171,11 @@ function planOne(
 ): WorkloadPlan {
   const references = templatePath === undefined ? [] : findReferences(getPath(workload.object, [...templatePath, 'spec']));
   const policy = readWorkloadPolicy(workload);
-  const candidates = new Map<string, { kind: ConfigKind; name: string; references: Reference[] }>();
+  type Candidate = { kind: ConfigKind; name: string; references: Reference[] };
+  const candidates: Record<ConfigKind, Map<string, Candidate>> = { ConfigMap: new Map(), Secret: new Map(), SecretProviderClass: new Map() };
   for (const reference of references) {
-    const key = configKey(reference.kind, reference.name);
-    const found = candidates.get(key);
-    if (found === undefined) candidates.set(key, { kind: reference.kind, name: reference.name, references: [reference] });
+    const found = candidates[reference.kind].get(reference.name);
+    if (found === undefined) candidates[reference.kind].set(reference.name, { kind: reference.kind, name: reference.name, references: [reference] });
     else found.references.push(reference);
   }
   if (templatePath !== undefined) {
@@ -178,17 +183,17 @@ function planOne(
     for (const kind of CONFIG_KINDS) {
       if (policy.kinds[kind].named.length === 0) continue;
       for (const name of index.names[kind]) {
-        const key = configKey(kind, name);
-        if (!candidates.has(key) && namedMatch(policy, kind, name) !== undefined) {
-          candidates.set(key, { kind, name, references: [] });
+        if (!candidates[kind].has(name) && namedMatch(policy, kind, name) !== undefined) {
+          candidates[kind].set(name, { kind, name, references: [] });
         }
       }
     }
   }
   const configs: ConfigReport[] = [];
   const entries: HashEntry[] = [];
-  for (const candidate of [...candidates.values()].sort(compareByKindName)) {
-    const objects = index.configs.get(configKey(candidate.kind, candidate.name)) ?? [];
+  const sortedCandidates = CONFIG_KINDS.flatMap((kind) => [...candidates[kind].values()]).sort(compareByKindName);
+  for (const candidate of sortedCandidates) {
+    const objects = index.configs[candidate.kind].get(candidate.name) ?? [];
     const sources = candidate.kind === 'Secret' ? [...(index.sources.get(candidate.name) ?? [])].sort(compareByKindName) : [];
     const { annotations, annotationsFrom } = configAnnotations(objects, sources);
     const config = { kind: candidate.kind, name: candidate.name, annotations, ...(annotationsFrom === undefined ? {} : { annotationsFrom }) };
@@ -246,7 +251,8 @@ export function planWorkloads(manifests: readonly Manifest[], givenOptions: Plan
       continue;
     }
     let skipped: string | undefined;
-    const borrower = borrowedBy.get(`${m.namespace}/${m.group}/${m.kind}/${m.name}`);
+    // Only Rollouts with a workloadRef borrow: without any, no key needs building (one per workload).
+    const borrower = borrowedBy.size === 0 ? undefined : borrowedBy.get(`${m.namespace}/${m.group}/${m.kind}/${m.name}`);
     if (templatePath === undefined) {
       const ref = rolloutWorkloadRef(m);
       skipped = `spec.workloadRef: the pod template is ${ref?.kind ?? 'Deployment'} ${ref?.name ?? ''}'s, which gets the hash instead`;

@@ -2,11 +2,12 @@ import type { Document, DocumentOptions, ParseOptions, Scalar, SchemaOptions } f
 import { InvalidInputError } from './errors.ts';
 import { loadYaml } from './lazy-yaml.ts';
 import type { InputLocation } from './errors.ts';
-import { readFastDocument, readFastTree } from './fast-yaml.ts';
+import { KeyCache, readFastDocument, readFastTree } from './fast-yaml.ts';
 import { GO_SCALAR_TAGS, classifyGoPlain } from './go-scalars.ts';
-import type { FastNode, FastPair } from './fast-yaml.ts';
+import type { FastDocument, FastNode, FastPair } from './fast-yaml.ts';
 import { Locator, helmTemplateOf } from './locate.ts';
 import { splitDocuments } from './split.ts';
+import type { Region } from './split.ts';
 import { skimIdentity } from './skim.ts';
 import type { Identity } from './skim.ts';
 import { apiGroup, readsBeyondIdentity } from '../core/index.ts';
@@ -59,6 +60,17 @@ export interface ParsedDocument {
   readonly root: TreeNode;
   /** Where `text` begins in the source the node ranges refer to. */
   readonly rangeBase: number;
+  /**
+   * Set when the fast reader read the document (its value and its tree): the stamper may then check an
+   * edit by that reader's line rules instead of reading the stamped document again (stamp.ts).
+   */
+  readonly fastRead?: true;
+  /**
+   * From the fast reader: each block mapping of `value` that is the value of a `template`, `metadata`
+   * or `annotations` key, with the source offset of its first key; the stamper's usual insertion
+   * needs nothing else, so a workload is not read a second time for its tree.
+   */
+  readonly blockMaps?: ReadonlyMap<object, number>;
   /** The template file helm names for the document (its `# Source:` comment), for messages. */
   readonly template?: string;
 }
@@ -193,15 +205,19 @@ export function parseStreamFast(stream: TextStream, limits: DocumentLimits = DEF
   const maxDepth = limits.maxDepth ?? DEFAULT_MAX_DEPTH;
   const regions = splitDocuments(text);
   const documents: ParsedDocument[] = [];
-  for (const [index, [start, bodyStart, end, explicit, marker]] of regions.entries()) {
-    if (explicit && !/^(?:[ ]*| +#.*)\n?$/.test(text.slice(marker + 3, bodyStart))) return undefined; // content on the `---` line
+  const keys = new KeyCache();
+  for (let index = 0; index < regions.length; index++) {
+    const [start, bodyStart, end, explicit, marker] = regions[index] as Region;
+    // Content on the `---` line: yaml's path. A bare `---` line, the usual, needs no regular expression.
+    const bareMarker = bodyStart === marker + 4 && text.charCodeAt(marker + 3) === 10;
+    if (explicit && !bareMarker && !/^(?:[ ]*| +#.*)\n?$/.test(text.slice(marker + 3, bodyStart))) return undefined;
     if (end - start > limits.maxDocumentBytes) throw oversize(stream.label, index, end - start, limits);
     const identity = readsInFull(text, bodyStart) ? undefined : skimIdentity(text, bodyStart, end);
     if (identity !== undefined && !readsBeyondIdentity(apiGroup(identity.apiVersion), identity.kind)) {
-      documents.push(skimmedDocument(stream, index, [start, bodyStart, end, explicit], identity, limits));
+      documents.push(new SkimmedDocument(stream, index, [start, bodyStart, end, explicit], identity, limits));
       continue;
     }
-    const read = readFastDocument(text, bodyStart, end, maxDepth);
+    const read = readFastDocument(text, bodyStart, end, maxDepth, keys);
     if (read === undefined) {
       // Only this document is unusual: yaml reads it alone (errors still name stream lines).
       const entries = parseSegment(stream, text.slice(start, end), start, index, limits);
@@ -210,28 +226,53 @@ export function parseStreamFast(stream: TextStream, limits: DocumentLimits = DEF
       if (only !== undefined) documents.push({ ...only, explicitStart: explicit });
       continue;
     }
-    if (read.root === undefined) continue;
-    // The tree is only needed for the few documents that get stamped: read it again then, instead of
-    // keeping thousands of trees alive (old-space garbage collection was most of the run time).
-    let root: TreeNode | undefined;
-    const documentText = text.slice(start, end);
-    const template = helmTemplateOf(documentText);
-    documents.push({
-      file: stream.label,
-      index,
-      text: documentText,
-      explicitStart: explicit,
-      value: read.value,
-      ...(template === undefined ? {} : { template }),
-      get root(): TreeNode {
-        root ??= readFastTree(text, bodyStart, end, maxDepth);
-        if (root === undefined) throw new Error('internal: a document read once could not be read again');
-        return root;
-      },
-      rangeBase: start,
-    });
+    if (read.value === null) continue;
+    documents.push(new FastReadDocument(stream.label, index, text, [start, bodyStart, end, explicit], read, maxDepth));
   }
   return documents;
+}
+
+/**
+ * A document the fast reader read. Its tree is only needed if it gets stamped: read then, instead of
+ * building thousands of trees (allocation and garbage collection were most of the run time), on every
+ * ask and not kept (a kept tree lives to the end of the run; the stamper asks once per document).
+ * A class rather than an object literal with a getter: one shape and no closures for thousands of documents.
+ */
+class FastReadDocument implements ParsedDocument {
+  readonly file: string;
+  readonly index: number;
+  readonly text: string;
+  readonly explicitStart: boolean;
+  readonly value: unknown;
+  readonly rangeBase: number;
+  readonly template: string | undefined;
+  readonly fastRead = true as const;
+  readonly blockMaps: ReadonlyMap<object, number> | undefined;
+  readonly #source: string;
+  readonly #bodyStart: number;
+  readonly #end: number;
+  readonly #maxDepth: number;
+
+  constructor(file: string, index: number, source: string, [start, bodyStart, end, explicit]: readonly [number, number, number, boolean], read: FastDocument, maxDepth: number) {
+    this.file = file;
+    this.index = index;
+    this.text = source.slice(start, end);
+    this.explicitStart = explicit;
+    this.value = read.value;
+    this.blockMaps = read.blockMaps;
+    this.rangeBase = start;
+    this.template = helmTemplateOf(this.text);
+    this.#source = source;
+    this.#bodyStart = bodyStart;
+    this.#end = end;
+    this.#maxDepth = maxDepth;
+  }
+
+  get root(): TreeNode {
+    const root = readFastTree(this.#source, this.#bodyStart, this.#end, this.#maxDepth);
+    if (root === undefined) throw new Error('internal: a document read once could not be read again');
+    return root;
+  }
 }
 
 const DEFAULT_MAX_DEPTH = 200;
@@ -256,42 +297,54 @@ function readsInFull(text: string, bodyStart: number): boolean {
  * it is, its value read only if something asks for it (a test, a message),
  * by the reader that would have read it.
  */
-function skimmedDocument(
-  stream: TextStream,
-  index: number,
-  [start, bodyStart, end, explicit]: readonly [number, number, number, boolean],
-  identity: Identity,
-  limits: DocumentLimits,
-): ParsedDocument {
-  const text = stream.text;
-  const documentText = text.slice(start, end);
-  const template = helmTemplateOf(documentText);
-  let full: ParsedDocument | undefined;
-  const read = (): ParsedDocument => {
-    if (full !== undefined) return full;
-    const fast = readFastDocument(text, bodyStart, end, limits.maxDepth ?? DEFAULT_MAX_DEPTH);
-    const root = fast?.root;
-    full = fast !== undefined && root !== undefined
-      ? { file: stream.label, index, text: documentText, explicitStart: explicit, value: fast.value, root, rangeBase: start }
-      : parseSegment(stream, documentText, start, index, limits)[0]?.document;
-    if (full === undefined) throw new Error('internal: a document with a kind has no value');
-    return full;
-  };
-  return {
-    file: stream.label,
-    index,
-    text: documentText,
-    explicitStart: explicit,
-    identity,
-    get value(): unknown {
-      return read().value;
-    },
-    get root(): TreeNode {
-      return read().root;
-    },
-    rangeBase: start,
-    ...(template === undefined ? {} : { template }),
-  };
+class SkimmedDocument implements ParsedDocument {
+  readonly file: string;
+  readonly index: number;
+  readonly text: string;
+  readonly explicitStart: boolean;
+  readonly identity: Identity;
+  readonly rangeBase: number;
+  readonly template: string | undefined;
+  readonly #stream: TextStream;
+  readonly #bodyStart: number;
+  readonly #end: number;
+  readonly #limits: DocumentLimits;
+  #full: ParsedDocument | undefined;
+
+  constructor(stream: TextStream, index: number, [start, bodyStart, end, explicit]: readonly [number, number, number, boolean], identity: Identity, limits: DocumentLimits) {
+    this.file = stream.label;
+    this.index = index;
+    this.text = stream.text.slice(start, end);
+    this.explicitStart = explicit;
+    this.identity = identity;
+    this.rangeBase = start;
+    this.template = helmTemplateOf(this.text);
+    this.#stream = stream;
+    this.#bodyStart = bodyStart;
+    this.#end = end;
+    this.#limits = limits;
+  }
+
+  get value(): unknown {
+    return this.#read().value;
+  }
+
+  get root(): TreeNode {
+    return this.#read().root;
+  }
+
+  #read(): ParsedDocument {
+    if (this.#full !== undefined) return this.#full;
+    const text = this.#stream.text;
+    const maxDepth = this.#limits.maxDepth ?? DEFAULT_MAX_DEPTH;
+    const fast = readFastDocument(text, this.#bodyStart, this.#end, maxDepth);
+    const root = fast === undefined || fast.value === null ? undefined : readFastTree(text, this.#bodyStart, this.#end, maxDepth);
+    this.#full = fast !== undefined && root !== undefined
+      ? { file: this.file, index: this.index, text: this.text, explicitStart: this.explicitStart, value: fast.value, root, rangeBase: this.rangeBase }
+      : parseSegment(this.#stream, this.text, this.rangeBase, this.index, this.#limits)[0]?.document;
+    if (this.#full === undefined) throw new Error('internal: a document with a kind has no value');
+    return this.#full;
+  }
 }
 
 /** A view of a yaml node as a TreeNode, built lazily: only the stamped path is ever looked at. */

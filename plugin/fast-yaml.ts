@@ -67,30 +67,68 @@ function resolvePlain(source: string): unknown {
   return value;
 }
 
-/** The result for one document body: its value and its tree, or undefined when it has no content. */
+/** The result for one document body: its value, `null` for a body with no content (otherwise always a mapping). */
 export interface FastDocument {
   readonly value: unknown;
-  readonly root: FastMap | undefined;
+  /**
+   * Where the pod template's mappings sit, for the stamper (no second reading of a workload): every
+   * block mapping of the value that is the value of a `template`, `metadata` or `annotations` key,
+   * with the source offset of its first key. Undefined when there is none.
+   */
+  readonly blockMaps: ReadonlyMap<object, number> | undefined;
 }
 
 /**
  * Reads the block mapping in `text[start, end)` (a document body after its
- * `---` line). Returns undefined when the body has something the fast reader
- * does not handle; `{ value: null }` for a body of only comments and blank lines.
+ * `---` line) as a plain value, built directly (no tree: the tree with its
+ * offsets is only needed for the few documents that get stamped, and building
+ * it for all was most of the reader's allocations). Returns undefined when the
+ * body has something the fast reader does not handle; `{ value: null }` for a
+ * body of only comments and blank lines.
  */
-export function readFastDocument(text: string, start: number, end: number, maxDepth: number): FastDocument | undefined {
+export function readFastDocument(text: string, start: number, end: number, maxDepth: number, keys?: KeyCache): FastDocument | undefined {
   return attempt(() => {
-    const root = new Reader(text, start, end, maxDepth).root();
-    return root === undefined ? { value: null, root } : { value: toValue(root), root };
+    const reader = new Reader(text, start, end, maxDepth, false, keys);
+    const root = reader.root();
+    return { value: root ?? null, blockMaps: reader.blockMaps };
   });
 }
 
 /**
- * The tree alone, for a document read before (the stamper's second look at a
- * workload): the same reading as `readFastDocument`, without building its value again.
+ * The tree with source offsets, for the stamper: the same reading as
+ * `readFastDocument` (one reader, one set of decisions), building nodes instead of values.
  */
-export function readFastTree(text: string, start: number, end: number, maxDepth: number): FastMap | undefined {
-  return attempt(() => new Reader(text, start, end, maxDepth).root());
+export function readFastTree(text: string, start: number, end: number, maxDepth: number, keys?: KeyCache): FastMap | undefined {
+  return attempt(() => new Reader(text, start, end, maxDepth, true, keys).root() as FastMap | undefined);
+}
+
+/** Keys up to this length are remembered by a KeyCache. */
+const CACHED_KEY_LENGTH = 40;
+
+/**
+ * The plain keys a stream's documents used before, one per length and first character (the last
+ * one seen), shared by the reads of one stream. A key equal to a remembered one is that same
+ * string: no slice, no second resolution (a plain key's checks depend on its text alone), and
+ * V8 stores a property under a string it already knows without looking the key up in its string
+ * table, which was a good part of reading a mapping.
+ */
+export class KeyCache {
+  readonly #slots: (string | undefined)[] = [];
+
+  /** The remembered key equal to `text[start, end)`, if there is one. */
+  find(text: string, start: number, end: number): string | undefined {
+    const length = end - start;
+    const first = text.charCodeAt(start);
+    if (length > CACHED_KEY_LENGTH || first >= 128) return undefined;
+    const key = this.#slots[length * 128 + first];
+    return key !== undefined && text.startsWith(key, start) ? key : undefined;
+  }
+
+  /** Remembers a plain key that was read and resolved to itself. */
+  remember(key: string): void {
+    const first = key.charCodeAt(0);
+    if (key.length <= CACHED_KEY_LENGTH && first < 128) this.#slots[key.length * 128 + first] = key;
+  }
 }
 
 function attempt<T>(read: () => T): T | undefined {
@@ -119,16 +157,40 @@ function forbiddenPlainStart(source: string): boolean {
   }
 }
 
+/**
+ * What the reader's methods return: a FastNode when it builds the tree, the
+ * plain value (as yaml's `toJS` builds it) otherwise. One reader for both, so
+ * the stamper's tree and the planner's value can never read a document differently.
+ */
+type Built = unknown;
+
 class Reader {
   readonly #text: string;
   readonly #lines: Line[] = [];
   readonly #maxDepth: number;
+  readonly #tree: boolean;
   #depth = 0;
   #i = 0;
+  /** The source offset where the node returned last ends (its range's end), in both modes. */
+  #end = 0;
+  /**
+   * Where the scalar or key text a lexing method returned last ends (after a closing quote, or the
+   * trimmed end of a plain scalar); for `#key` also `#valueStart`. Fields instead of a returned tuple:
+   * these run for every key and value, and a tuple each was a good part of the reader's garbage.
+   */
+  #to = 0;
+  #valueStart = 0;
+  /** In value mode: the mapping the last block `#mapping` built, and where its first key starts. */
+  #lastBlock: object | undefined;
+  #lastBlockStart = 0;
+  #blockMaps: Map<object, number> | undefined;
+  readonly #keys: KeyCache | undefined;
 
-  constructor(text: string, start: number, end: number, maxDepth: number) {
+  constructor(text: string, start: number, end: number, maxDepth: number, tree: boolean, keys?: KeyCache) {
     this.#text = text;
+    this.#keys = keys;
     this.#maxDepth = maxDepth;
+    this.#tree = tree;
     if (text.slice(start, end).includes('\t')) throw new GiveUp(); // tabs: whitespace rules differ by context, leave to yaml
     let pos = start;
     while (pos < end) {
@@ -144,14 +206,25 @@ class Reader {
     }
   }
 
+  /** See FastDocument's `blockMaps`. */
+  get blockMaps(): ReadonlyMap<object, number> | undefined {
+    return this.#blockMaps;
+  }
+
   /** The body's root mapping; undefined for a body of only comments and blank lines. */
-  root(): FastMap | undefined {
+  root(): Built {
     const first = this.#peek();
     if (first === undefined) return undefined;
     if (first.indent !== 0) throw new GiveUp();
     const root = this.#mapping(0, first.start);
     if (this.#peek() !== undefined) throw new GiveUp();
     return root;
+  }
+
+  /** A scalar node, or its value alone; either way `#end` is where it ends. */
+  #scalar(start: number, end: number, value: unknown): Built {
+    this.#end = end;
+    return this.#tree ? { type: 'scalar', range: [start, end], value } : value;
   }
 
   /** One level deeper into collections; past the limit, yaml's path rejects the document. */
@@ -170,18 +243,27 @@ class Reader {
   }
 
   /** A block mapping whose keys sit at column `indent`; the first key starts at `firstKey` (maybe mid-line after `- `). */
-  #mapping(indent: number, firstKey: number): FastMap {
+  #mapping(indent: number, firstKey: number): Built {
     this.#enter();
-    const pairs: FastPair[] = [];
+    const pairs: FastPair[] | undefined = this.#tree ? [] : undefined;
+    const out: Record<string, unknown> = {};
     let keyStart = firstKey;
     let rangeEnd = firstKey;
     for (;;) {
       const line = this.#lines[this.#i] as Line;
-      // A repeated key stays in `pairs` (the stamper looks for the last one) and wins in toValue, as in Go.
-      const { key, keyEnd, valueStart } = this.#key(keyStart, line.end);
-      const value = this.#value(indent, keyEnd, valueStart, line, true);
-      pairs.push({ key, keyRange: [keyStart, keyEnd], value });
-      rangeEnd = Math.max(rangeEnd, value.range[1]);
+      // A repeated key stays in `pairs` (the stamper looks for the last one) and wins in the value, as in Go.
+      const key = this.#key(keyStart, line.end);
+      const keyEnd = this.#to;
+      const value = this.#value(indent, keyEnd, this.#valueStart, line, true);
+      if (pairs !== undefined) pairs.push({ key, keyRange: [keyStart, keyEnd], value: value as FastNode });
+      else {
+        setOwn(out, key, value);
+        if (this.#lastBlock !== undefined && value === this.#lastBlock && (key === 'template' || key === 'metadata' || key === 'annotations')) {
+          this.#blockMaps ??= new Map();
+          this.#blockMaps.set(value, this.#lastBlockStart);
+        }
+      }
+      rangeEnd = Math.max(rangeEnd, this.#end);
       const next = this.#peek();
       if (next === undefined || next.indent < indent) break;
       if (next.indent > indent) throw new GiveUp();
@@ -190,13 +272,17 @@ class Reader {
       keyStart = col;
     }
     this.#depth--;
-    return { type: 'map', flow: false, range: [firstKey, rangeEnd], pairs };
+    this.#end = rangeEnd;
+    if (pairs !== undefined) return { type: 'map', flow: false, range: [firstKey, rangeEnd], pairs };
+    this.#lastBlock = out;
+    this.#lastBlockStart = firstKey;
+    return out;
   }
 
   /** A block sequence whose `-` sit at column `indent`. */
-  #sequence(indent: number): FastSeq {
+  #sequence(indent: number): Built {
     this.#enter();
-    const items: FastNode[] = [];
+    const items: Built[] = [];
     const first = this.#peek() as Line;
     const start = first.start + indent;
     let end = start;
@@ -207,14 +293,14 @@ class Reader {
       if (this.#text.charCodeAt(dash) !== 45 || !this.#isDash(dash)) break;
       let content = dash + 1;
       while (content < line.end && this.#text.charCodeAt(content) === 32) content++;
-      let item: FastNode;
+      let item: Built;
       if (content === line.end || this.#text.charCodeAt(content) === 35 /* # */) {
         // `-` alone: the item is on the following lines, or null.
         if (content !== line.end && this.#text.charCodeAt(content - 1) !== 32) throw new GiveUp();
         this.#i++;
         const next = this.#peek();
         if (next !== undefined && next.indent > indent) item = this.#block(next);
-        else item = { type: 'scalar', range: [dash + 1, dash + 1], value: null };
+        else item = this.#scalar(dash + 1, dash + 1, null);
       } else if (this.#isKey(content, line.end)) {
         item = this.#mapping(content - line.start, content);
       } else {
@@ -223,14 +309,15 @@ class Reader {
         item = this.#inlineValue(indent, content, line);
       }
       items.push(item);
-      end = Math.max(end, item.range[1]);
+      end = Math.max(end, this.#end);
     }
     this.#depth--;
-    return { type: 'seq', flow: false, range: [start, end], items };
+    this.#end = end;
+    return this.#tree ? { type: 'seq', flow: false, range: [start, end], items: items as FastNode[] } : items;
   }
 
   /** A block node starting on `line` (a mapping or a sequence). */
-  #block(line: Line): FastNode {
+  #block(line: Line): Built {
     const col = line.start + line.indent;
     if (this.#text.charCodeAt(col) === 45 && this.#isDash(col)) return this.#sequence(line.indent);
     if (!this.#isKey(col, line.end)) throw new GiveUp(); // a multi-line scalar or something odd
@@ -238,72 +325,66 @@ class Reader {
   }
 
   /** The value after a key's `:` (`valueStart` is the first non-space after it, or the line end). */
-  #value(indent: number, keyEnd: number, valueStart: number, line: Line, inMap: boolean): FastNode {
+  #value(indent: number, keyEnd: number, valueStart: number, line: Line, inMap: boolean): Built {
     if (valueStart === line.end || this.#text.charCodeAt(valueStart) === 35 /* # */) {
       if (valueStart !== line.end && this.#text.charCodeAt(valueStart - 1) !== 32) throw new GiveUp();
       this.#i++;
       const next = this.#peek();
-      const empty: FastScalar = { type: 'scalar', range: [valueStart, valueStart], value: null };
-      if (next === undefined) return empty;
+      if (next === undefined) return this.#scalar(valueStart, valueStart, null);
       if (next.indent > indent) return this.#block(next);
       if (inMap && next.indent === indent) {
         const col = next.start + indent;
         if (this.#text.charCodeAt(col) === 45 && this.#isDash(col)) return this.#sequence(indent);
       }
-      return empty;
+      return this.#scalar(valueStart, valueStart, null);
     }
     return this.#inlineValue(indent, valueStart, line);
   }
 
   /** A value that starts on the current line at `start`; consumes the line (and a block scalar's lines). */
-  #inlineValue(indent: number, start: number, line: Line): FastNode {
+  #inlineValue(indent: number, start: number, line: Line): Built {
     const text = this.#text;
     const c = text.charCodeAt(start);
-    let node: FastNode;
-    let after: number;
+    let node: Built;
     if (c === 124 /* | */) {
       return this.#literal(indent, start, line);
     } else if (c === 34 /* " */) {
-      const [value, end] = this.#doubleQuoted(start, line.end);
-      node = { type: 'scalar', range: [start, end], value };
-      after = end;
+      const value = this.#doubleQuoted(start, line.end);
+      node = this.#scalar(start, this.#to, value);
     } else if (c === 39 /* ' */) {
-      const [value, end] = this.#singleQuotedLines(indent, start, line);
-      node = { type: 'scalar', range: [start, end], value };
-      after = end;
+      const value = this.#singleQuotedLines(indent, start, line);
+      node = this.#scalar(start, this.#to, value);
     } else if (c === 123 /* { */ || c === 91 /* [ */) {
       node = this.#flow(start, line.end);
-      after = node.range[1];
     } else {
-      const { source, end } = this.#plain(start, line.end);
+      const source = this.#plain(start, line.end);
+      const end = this.#to;
       // Without a comment after it, the scalar may go on over deeper lines (CRD descriptions do, by thousands).
       const folded = end === this.#trimmedEnd(start, line.end) ? this.#plainLines(indent, source) : undefined;
-      node = { type: 'scalar', range: [start, folded?.end ?? end], value: resolvePlain(folded?.value ?? source) };
-      after = folded?.end ?? end;
+      node = folded === undefined ? this.#scalar(start, end, resolvePlain(source)) : this.#scalar(start, folded.end, resolvePlain(folded.value));
     }
+    const after = this.#end;
     // The scalar may have ended on a later line than it began.
     this.#restOfLine(after, (this.#lines[this.#i] as Line).end);
     this.#i++;
     // A deeper line after a scalar would continue it (multi-line plain) or be an error: leave both to yaml.
     const next = this.#peek();
     if (next !== undefined && next.indent > indent) throw new GiveUp();
+    this.#end = after;
     return node;
   }
 
   /** A flow collection that opens at `start` and closes on the same line. */
-  #flow(start: number, lineEnd: number): FastMap | FastSeq {
+  #flow(start: number, lineEnd: number): Built {
     this.#enter();
     const text = this.#text;
     const isMap = text.charCodeAt(start) === 123;
     const close = isMap ? 125 : 93;
     const pairs: FastPair[] = [];
-    const items: FastNode[] = [];
+    const out: Record<string, unknown> = {};
+    const items: Built[] = [];
     let i = this.#skipSpaces(start + 1, lineEnd);
-    if (text.charCodeAt(i) === close) {
-      this.#depth--;
-      const range: [number, number] = [start, i + 1];
-      return isMap ? { type: 'map', flow: true, range, pairs } : { type: 'seq', flow: true, range, items };
-    }
+    if (text.charCodeAt(i) === close) return this.#flowEnd(start, i + 1, isMap, pairs, out, items);
     for (;;) {
       if (isMap) {
         const keyStart = i;
@@ -311,11 +392,13 @@ class Reader {
         let keyEnd: number;
         const k = text.charCodeAt(i);
         if (k === 34 || k === 39) {
-          [key, keyEnd] = k === 34 ? this.#doubleQuoted(i, lineEnd) : this.#singleQuoted(i, lineEnd);
+          key = k === 34 ? this.#doubleQuoted(i, lineEnd) : this.#singleQuoted(i, lineEnd);
+          keyEnd = this.#to;
           i = this.#skipSpaces(keyEnd, lineEnd);
           if (text.charCodeAt(i) !== 58) throw new GiveUp();
         } else {
-          const { source, end } = this.#flowPlain(i, lineEnd);
+          const source = this.#flowPlain(i, lineEnd);
+          const end = this.#to;
           if (text.charCodeAt(end) !== 58) throw new GiveUp(); // `{a}` or `{a :b}`: leave to yaml
           const resolved = resolvePlain(source);
           if (typeof resolved !== 'string' || source === '<<') throw new GiveUp();
@@ -328,41 +411,47 @@ class Reader {
         if (next !== 32 && !(k === 34 || k === 39)) throw new GiveUp();
         i = this.#skipSpaces(i, lineEnd);
         const value = this.#flowValue(i, lineEnd);
-        pairs.push({ key, keyRange: [keyStart, keyEnd], value });
-        i = value.range[1];
+        if (this.#tree) pairs.push({ key, keyRange: [keyStart, keyEnd], value: value as FastNode });
+        else setOwn(out, key, value);
+        i = this.#end;
       } else {
-        const value = this.#flowValue(i, lineEnd);
-        items.push(value);
-        i = value.range[1];
+        items.push(this.#flowValue(i, lineEnd));
+        i = this.#end;
       }
       i = this.#skipSpaces(i, lineEnd);
       const c = text.charCodeAt(i);
-      if (c === close) {
-        this.#depth--;
-        const range: [number, number] = [start, i + 1];
-        return isMap ? { type: 'map', flow: true, range, pairs } : { type: 'seq', flow: true, range, items };
-      }
+      if (c === close) return this.#flowEnd(start, i + 1, isMap, pairs, out, items);
       if (c !== 44 /* , */) throw new GiveUp();
       i = this.#skipSpaces(i + 1, lineEnd);
       if (text.charCodeAt(i) === close) throw new GiveUp(); // trailing comma: leave to yaml
     }
   }
 
-  #flowValue(i: number, lineEnd: number): FastNode {
+  /** A closed flow collection `[start, end)`. */
+  #flowEnd(start: number, end: number, isMap: boolean, pairs: FastPair[], out: Record<string, unknown>, items: Built[]): Built {
+    this.#depth--;
+    this.#end = end;
+    if (!this.#tree) return isMap ? out : items;
+    const range: [number, number] = [start, end];
+    return isMap ? { type: 'map', flow: true, range, pairs } : { type: 'seq', flow: true, range, items: items as FastNode[] };
+  }
+
+  #flowValue(i: number, lineEnd: number): Built {
     const text = this.#text;
     const c = text.charCodeAt(i);
     if (c === 123 || c === 91) return this.#flow(i, lineEnd);
     if (c === 34 || c === 39) {
-      const [value, end] = c === 34 ? this.#doubleQuoted(i, lineEnd) : this.#singleQuoted(i, lineEnd);
-      return { type: 'scalar', range: [i, end], value };
+      const value = c === 34 ? this.#doubleQuoted(i, lineEnd) : this.#singleQuoted(i, lineEnd);
+      return this.#scalar(i, this.#to, value);
     }
-    const { source, end } = this.#flowPlain(i, lineEnd);
+    const source = this.#flowPlain(i, lineEnd);
+    const end = this.#to;
     if (text.charCodeAt(end) === 58) throw new GiveUp(); // `[a: b]`: a pair in a sequence
-    return { type: 'scalar', range: [i, end], value: resolvePlain(source) };
+    return this.#scalar(i, end, resolvePlain(source));
   }
 
   /** A plain scalar inside a flow collection: stops at `,`, `]`, `}`, `: ` and ` #`. */
-  #flowPlain(i: number, lineEnd: number): { source: string; end: number } {
+  #flowPlain(i: number, lineEnd: number): string {
     const text = this.#text;
     let end = i;
     for (; end < lineEnd; end++) {
@@ -380,7 +469,8 @@ class Reader {
     while (trimmed > i && text.charCodeAt(trimmed - 1) === 32) trimmed--;
     const source = text.slice(i, trimmed);
     if (source === '' || forbiddenPlainStart(source)) throw new GiveUp();
-    return { source, end: trimmed };
+    this.#to = trimmed;
+    return source;
   }
 
   /** A `-` followed by a space, a line break or the end: a sequence entry indicator. */
@@ -413,7 +503,7 @@ class Reader {
   }
 
   /** `|` or `|-` with content lines indented more than `indent`. */
-  #literal(indent: number, start: number, line: Line): FastScalar {
+  #literal(indent: number, start: number, line: Line): Built {
     const text = this.#text;
     const header = text.slice(start, line.end).replace(/ +#.*$/, '').trimEnd();
     if (header !== '|' && header !== '|-') throw new GiveUp();
@@ -453,7 +543,7 @@ class Reader {
     const value = parts.join('\n') + (strip ? '' : '\n');
     const next = this.#peek();
     if (next !== undefined && next.indent > indent) throw new GiveUp();
-    return { type: 'scalar', range: [start, end + 1], value };
+    return this.#scalar(start, end + 1, value);
   }
 
   /** Where the line's text ends once trailing spaces are cut. */
@@ -508,7 +598,7 @@ class Reader {
    * as Go folds them (like `#plainLines`; `''` is a quote). Leaves `#i` on the
    * line where it closes and returns its value and the offset after the quote.
    */
-  #singleQuotedLines(indent: number, start: number, line: Line): [string, number] {
+  #singleQuotedLines(indent: number, start: number, line: Line): string {
     const text = this.#text;
     const lines = this.#lines;
     let out = '';
@@ -527,7 +617,8 @@ class Reader {
         }
         out += text.slice(run, i);
         this.#i = lineIndex;
-        return [out, i + 1];
+        this.#to = i + 1;
+        return out;
       }
       out += text.slice(run, this.#trimmedEnd(run, lineEnd));
       let breaks = 0;
@@ -548,7 +639,7 @@ class Reader {
     }
   }
 
-  #doubleQuoted(start: number, lineEnd: number): [string, number] {
+  #doubleQuoted(start: number, lineEnd: number): string {
     const text = this.#text;
     let out = '';
     let i = start + 1;
@@ -557,7 +648,8 @@ class Reader {
       const c = text.charCodeAt(i);
       if (c === 34) {
         out += text.slice(run, i);
-        return [out, i + 1];
+        this.#to = i + 1;
+        return out;
       }
       if (c === 92 /* \ */) {
         out += text.slice(run, i);
@@ -588,7 +680,7 @@ class Reader {
     throw new GiveUp(); // continues on the next line
   }
 
-  #singleQuoted(start: number, lineEnd: number): [string, number] {
+  #singleQuoted(start: number, lineEnd: number): string {
     const text = this.#text;
     let out = '';
     let run = start + 1;
@@ -601,14 +693,15 @@ class Reader {
           continue;
         }
         out += text.slice(run, i);
-        return [out, i + 1];
+        this.#to = i + 1;
+        return out;
       }
     }
     throw new GiveUp();
   }
 
   /** A single-line plain scalar from `start`: up to ` #` or the line end, trailing spaces trimmed. */
-  #plain(start: number, lineEnd: number): { source: string; end: number } {
+  #plain(start: number, lineEnd: number): string {
     const text = this.#text;
     let end = lineEnd;
     for (let i = start + 1; i < lineEnd; i++) {
@@ -620,7 +713,8 @@ class Reader {
     while (end > start && text.charCodeAt(end - 1) === 32) end--;
     const source = text.slice(start, end);
     if (source === '' || forbiddenPlainStart(source) || source.includes(': ') || source.endsWith(':')) throw new GiveUp();
-    return { source, end };
+    this.#to = end;
+    return source;
   }
 
   /** Whether a mapping key starts at `start` on this line. */
@@ -629,7 +723,9 @@ class Reader {
     const c = text.charCodeAt(start);
     if (c === 34 || c === 39) {
       try {
-        const [, end] = c === 34 ? this.#doubleQuoted(start, lineEnd) : this.#singleQuoted(start, lineEnd);
+        if (c === 34) this.#doubleQuoted(start, lineEnd);
+        else this.#singleQuoted(start, lineEnd);
+        const end = this.#to;
         return text.charCodeAt(end) === 58 && (end + 1 === lineEnd || text.charCodeAt(end + 1) === 32);
       } catch {
         return false;
@@ -642,14 +738,18 @@ class Reader {
     return true;
   }
 
-  /** Reads `key:` at `start`; the key must be a string to both YAML and JavaScript. */
-  #key(start: number, lineEnd: number): { key: string; keyEnd: number; valueStart: number } {
+  /**
+   * Reads `key:` at `start`; the key must be a string to both YAML and JavaScript. `#to` is then where
+   * the key ends and `#valueStart` where its value may begin.
+   */
+  #key(start: number, lineEnd: number): string {
     const text = this.#text;
     const c = text.charCodeAt(start);
     let key: string;
     let keyEnd: number;
     if (c === 34 || c === 39) {
-      [key, keyEnd] = c === 34 ? this.#doubleQuoted(start, lineEnd) : this.#singleQuoted(start, lineEnd);
+      key = c === 34 ? this.#doubleQuoted(start, lineEnd) : this.#singleQuoted(start, lineEnd);
+      keyEnd = this.#to;
       if (text.charCodeAt(keyEnd) !== 58) throw new GiveUp();
     } else {
       const colon = this.#keyColon(start, lineEnd);
@@ -657,11 +757,17 @@ class Reader {
       keyEnd = colon;
       let trimmed = keyEnd;
       while (trimmed > start && text.charCodeAt(trimmed - 1) === 32) trimmed--;
-      const source = text.slice(start, trimmed);
-      if (forbiddenPlainStart(source) || source.includes(' #')) throw new GiveUp();
-      const resolved = resolvePlain(source);
-      if (typeof resolved !== 'string' || source === '<<') throw new GiveUp(); // `on:`, `1:`, merge keys: leave to yaml
-      key = resolved;
+      const known = this.#keys?.find(text, start, trimmed);
+      if (known !== undefined) {
+        key = known;
+      } else {
+        const source = text.slice(start, trimmed);
+        if (forbiddenPlainStart(source) || source.includes(' #')) throw new GiveUp();
+        const resolved = resolvePlain(source);
+        if (typeof resolved !== 'string' || source === '<<') throw new GiveUp(); // `on:`, `1:`, merge keys: leave to yaml
+        key = resolved;
+        this.#keys?.remember(key);
+      }
       keyEnd = trimmed;
       if (text.charCodeAt(keyEnd) !== 58) throw new GiveUp();
     }
@@ -669,28 +775,19 @@ class Reader {
     let valueStart = keyEnd + 1;
     if (valueStart < lineEnd && text.charCodeAt(valueStart) !== 32) throw new GiveUp();
     while (valueStart < lineEnd && text.charCodeAt(valueStart) === 32) valueStart++;
-    return { key, keyEnd, valueStart };
+    this.#to = keyEnd;
+    this.#valueStart = valueStart;
+    return key;
   }
 }
 
-/** The plain value of a tree, built like yaml's `toJS` (own properties even for `constructor`/`__proto__`). */
-function toValue(node: FastNode): unknown {
-  switch (node.type) {
-    case 'scalar':
-      return node.value;
-    case 'seq':
-      return node.items.map(toValue);
-    case 'map': {
-      const out: Record<string, unknown> = {};
-      for (const pair of node.pairs) {
-        const value = toValue(pair.value);
-        // Every key is a string here, so a repeated key is the same Go key and the last value wins, as in Go
-        // (and yaml's toJS). An assignment makes an own property for any key but `__proto__`, the one
-        // accessor on Object.prototype: no `in` lookup per key.
-        if (pair.key === '__proto__') Object.defineProperty(out, pair.key, { value, writable: true, enumerable: true, configurable: true });
-        else out[pair.key] = value;
-      }
-      return out;
-    }
-  }
+/**
+ * Sets `key` as an own property, like yaml's `toJS` (for `constructor` and `__proto__` too). Every key
+ * is a string here, so a repeated key is the same Go key and the last value wins, as in Go (and yaml's
+ * toJS). An assignment makes an own property for any key but `__proto__`, the one accessor on
+ * Object.prototype: no `in` lookup per key.
+ */
+function setOwn(out: Record<string, unknown>, key: string, value: unknown): void {
+  if (key === '__proto__') Object.defineProperty(out, key, { value, writable: true, enumerable: true, configurable: true });
+  else out[key] = value;
 }

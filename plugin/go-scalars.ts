@@ -37,7 +37,17 @@ const UINT64_MAX = 2n ** 64n - 1n;
 export function resolveGoPlain(source: string): GoScalar {
   // Most scalars start with a character no null, bool or number starts with: a string at once, without
   // classifyGoPlain's tuple (this runs for every plain key and value the fast reader reads).
-  if (source.length > 0 && !mayStartNonString(source.charCodeAt(0))) return source;
+  const first = source.charCodeAt(0);
+  if (source.length > 0 && !mayStartNonString(first)) return source;
+  // `name`, `type`, `true`, `on`: a plain scalar starting with one of the letters is a boolean or null
+  // only as one of a few words of at most five letters (classifyGoPlain's sets), else a string.
+  if (isHintLetter(first)) {
+    if (source.length > 5) return source;
+    if (NULLS.has(source)) return null;
+    if (TRUES.has(source)) return true;
+    if (FALSES.has(source)) return false;
+    return source;
+  }
   // Ports, replicas, sizes: a short decimal integer is a safe integer as it is, without the BigInt round trip.
   if (isShortDecimal(source)) return Number(source);
   return classifyGoPlain(source)[1];
@@ -61,6 +71,11 @@ function mayStartNonString(c: number): boolean {
   return (c >= 48 && c <= 57) || c === 45 || c === 43 || c === 46 || c === 126
     || c === 110 || c === 78 || c === 121 || c === 89 || c === 116 || c === 84
     || c === 102 || c === 70 || c === 111 || c === 79;
+}
+
+/** `[nNyYtTfFoO]`: the letters among the hints, which start only the null and boolean words. */
+function isHintLetter(c: number): boolean {
+  return c === 110 || c === 78 || c === 121 || c === 89 || c === 116 || c === 84 || c === 102 || c === 70 || c === 111 || c === 79;
 }
 
 /** Go's tag for a plain scalar: `str`, `null`, `bool`, `int`, `float`, or `unrepresentable`. */

@@ -55,12 +55,19 @@ export async function analyse(
 
   const objects: LocatedObject[] = [];
   for (const document of documents) {
-    const origin = { file: document.file, document: document.index, ...(document.template === undefined ? {} : { template: document.template }) };
+    const origin = document.template === undefined
+      ? { file: document.file, document: document.index }
+      : { file: document.file, document: document.index, template: document.template };
+    const context = { defaultNamespace: config.destinationNamespace, origin };
     // A document read only as far as its identity is planned from that identity (its kind needs no more).
-    for (const { object, path } of listEntries(document.identity ?? document.value, [])) {
-      const manifest = toManifest(object, { defaultNamespace: config.destinationNamespace, origin });
-      objects.push({ manifest, document, path });
+    const value = document.identity ?? document.value;
+    const expanded = expandLists(value);
+    if (expanded.length === 1 && expanded[0] === value) {
+      // Not a List (nearly every document): no paths to build.
+      objects.push({ manifest: toManifest(value, context), document, path: AT_ROOT });
+      continue;
     }
+    for (const { object, path } of listEntries(value, [])) objects.push({ manifest: toManifest(object, context), document, path });
   }
   if (objects.length === 0 && !config.allowEmpty) {
     const file = streams.length === 1 ? (streams[0]?.label ?? '<render>') : '<render>';
@@ -90,6 +97,9 @@ export async function readHashKey(file: string): Promise<HashKey> {
   if (bytes.length === 0) throw new UsageError(`hash-key-file ${file}: the key file is empty`);
   return { bytes: new Uint8Array(bytes) };
 }
+
+/** The path of an object that is its whole document. */
+const AT_ROOT: readonly (string | number)[] = Object.freeze([]);
 
 /** Mirrors core's `expandLists`, keeping each item's path so a stamp can find it in the text. */
 function listEntries(value: unknown, path: readonly (string | number)[]): { object: unknown; path: readonly (string | number)[] }[] {

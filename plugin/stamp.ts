@@ -1,6 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import { HASH_ANNOTATION } from '../core/index.ts';
 import { parseStream } from './documents.ts';
+import { readFastDocument } from './fast-yaml.ts';
 import type { ParsedDocument, TreeNode } from './documents.ts';
 import { InvalidInputError } from './errors.ts';
 import { parsedLocation } from './locate.ts';
@@ -9,10 +10,11 @@ import type { FastMap, FastPair } from './fast-yaml.ts';
 /**
  * Writes the hash annotation into a document by splicing text, so that the
  * rest of the document keeps its exact bytes (comments, quoting, `yes`/`on`,
- * big integers, anchors). Every edited document is parsed again and compared
- * with the expected value before it is used: if a layout ever defeats the
- * splicing, the command fails instead of emitting a manifest that means
- * something else.
+ * big integers, anchors). Every edited document is checked to mean the input
+ * plus the annotation before it is used (by the fast reader's line rules for
+ * the usual insertion, else by parsing it again and comparing values): if a
+ * layout ever defeats the splicing, the command fails instead of emitting a
+ * manifest that means something else.
  */
 
 /** One annotation to write: where the pod template is (from the document root) and the value. */
@@ -28,6 +30,11 @@ interface Edit {
   readonly start: number;
   readonly end: number;
   readonly text: string;
+  /**
+   * Only for whole lines inserted before the first key of a block mapping, at its column: the keys
+   * nested down to the hash (`['annotations', HASH_ANNOTATION]`), and the lines without their indentation.
+   */
+  readonly inserted?: { readonly keys: readonly string[]; readonly hash: string; readonly lines: readonly string[] };
 }
 
 /** The annotation stays below the template: `metadata.annotations[HASH_ANNOTATION]`. */
@@ -44,12 +51,7 @@ export class StampVerificationError extends Error {
 /** Returns the document's text with every stamp applied; the input text when `stamps` is empty. */
 export function stampDocument(document: ParsedDocument, stamps: readonly Stamp[]): string {
   if (stamps.length === 0) return document.text;
-  const source = new Source(document);
-  const edits: Edit[] = [];
-  for (const stamp of stamps) {
-    const template = source.navigate(stamp.templatePath);
-    edits.push(source.ensure(template, [...ANNOTATION_PATH], stamp.hash, stamp.templatePath.map(String)));
-  }
+  const edits = insertionsByValue(document, stamps) ?? editsByTree(document, stamps);
   // Apply from the end so earlier offsets stay valid; ranges of different stamps never overlap.
   edits.sort((a, b) => b.start - a.start);
   let text = document.text;
@@ -58,8 +60,94 @@ export function stampDocument(document: ParsedDocument, stamps: readonly Stamp[]
     const end = edit.end - document.rangeBase;
     text = text.slice(0, start) + edit.text + text.slice(end);
   }
-  verify(document, stamps, text);
+  if (!insertedByLineRules(document, edits, stamps)) verify(document, stamps, text);
   return text;
+}
+
+function editsByTree(document: ParsedDocument, stamps: readonly Stamp[]): Edit[] {
+  const source = new Source(document);
+  return stamps.map((stamp) => source.ensure(source.navigate(stamp.templatePath), [...ANNOTATION_PATH], stamp.hash, stamp.templatePath.map(String)));
+}
+
+/**
+ * The usual stamp without the document's tree (reading a workload again for it was most of what
+ * stamping cost): the pod template's mappings are found through the value (the last of repeated
+ * keys, as `navigate` and `ensure` take them) and placed through the fast reader's `blockMaps`, and
+ * the edit is the one `ensure` makes there: `#insertPair` into the deepest existing block mapping
+ * of template, metadata, annotations, before its first key, at its column. Undefined wherever
+ * `ensure` could do anything else (a null, flow or missing-from-blockMaps mapping on the way, an
+ * existing hash, a first key sharing its line with `- `): the tree decides those. The fast reader
+ * reads no merge keys (so none can hide a key here) and no CR (so lines end in `\n`).
+ */
+function insertionsByValue(document: ParsedDocument, stamps: readonly Stamp[]): Edit[] | undefined {
+  const blockMaps = document.blockMaps;
+  if (blockMaps === undefined) return undefined;
+  const text = document.text;
+  const base = document.rangeBase;
+  const edits: Edit[] = [];
+  for (const stamp of stamps) {
+    const template = getIn(document.value, stamp.templatePath);
+    if (!isObject(template) || !blockMaps.has(template)) return undefined;
+    let map: Record<string, unknown> = template;
+    let depth = 0;
+    for (; depth < ANNOTATION_PATH.length; depth++) {
+      const key = ANNOTATION_PATH[depth] as string;
+      if (!Object.hasOwn(map, key)) break;
+      const child = map[key];
+      if (depth === ANNOTATION_PATH.length - 1 || !isObject(child) || !blockMaps.has(child)) return undefined;
+      map = child;
+    }
+    const keyStart = blockMaps.get(map) as number;
+    const lineStart = text.lastIndexOf('\n', keyStart - base - 1) + 1 + base;
+    for (let i = lineStart; i < keyStart; i++) if (text.charCodeAt(i - base) !== 32) return undefined;
+    const keys = ANNOTATION_PATH.slice(depth);
+    const lines = blockLines(keys, stamp.hash);
+    const prefix = ' '.repeat(keyStart - lineStart);
+    edits.push({ start: lineStart, end: lineStart, text: lines.map((line) => `${prefix}${line}\n`).join(''), inserted: { keys, hash: stamp.hash, lines } });
+  }
+  return edits;
+}
+
+/**
+ * The check of the common edit without reading the document again (which was most of a stamped
+ * workload's cost): whole lines inserted before the first key of a block mapping, at that key's
+ * column, in a document the fast reader read. That reader is line-based and reads forward: the line
+ * before the insertion point is the parent key (or `-`) with an empty value, or a blank or comment
+ * line, none of which looks ahead past the next content line; an inserted `key:` line at the
+ * mapping's column, with its deeper lines, is one more pair of that mapping; and reading continues at
+ * the old first key in the same state (same line, depth and column) as before, so every other value
+ * is read as it was. The new pair is the only one with its key (ensure inserts only a missing key),
+ * so it is the one Go keeps; and the navigation took the last of repeated keys, as the value does,
+ * so the mapping is the one at the template's path. What is left to check is the inserted lines
+ * themselves: read alone (dedented) by the same reader, they must be exactly the keys and the hash.
+ * Any other edit (flow mappings, a filled-in null, a replaced value, a `- key:` line), two edits at
+ * one place, or a document yaml read: the stamped document is read again in full (`verify`).
+ */
+function insertedByLineRules(document: ParsedDocument, edits: readonly Edit[], stamps: readonly Stamp[]): boolean {
+  if (document.fastRead !== true || edits.length !== stamps.length) return false;
+  const starts = new Set<number>();
+  for (const edit of edits) {
+    if (edit.inserted === undefined || edit.start !== edit.end || starts.has(edit.start)) return false;
+    starts.add(edit.start);
+  }
+  for (const edit of edits) {
+    const { keys, hash, lines } = edit.inserted as NonNullable<Edit['inserted']>;
+    const alone = lines.map((line) => `${line}\n`).join('');
+    const read = readFastDocument(alone, 0, alone.length, keys.length + 1);
+    if (read === undefined || !sameValue(read.value, nested(keys, hash))) throw verificationError(document);
+  }
+  return true;
+}
+
+/** `{a: {b: hash}}` for keys `a`, `b`. */
+function nested(keys: readonly string[], hash: string): unknown {
+  return keys.reduceRight<unknown>((value, key) => ({ [key]: value }), hash);
+}
+
+function verificationError(document: ParsedDocument): StampVerificationError {
+  return new StampVerificationError(
+    `${document.file}#${document.index}: could not add ${HASH_ANNOTATION} without changing the rest of the document (unusual YAML layout); please report this`,
+  );
 }
 
 /** Quoted for YAML and JSON alike: the hash never needs escaping. */
@@ -69,9 +157,12 @@ function quoted(value: string): string {
 
 class Source {
   readonly #document: ParsedDocument;
+  /** Asked for once: the fast reader's documents read their tree on every ask (they do not keep it). */
+  readonly #root: TreeNode;
 
   constructor(document: ParsedDocument) {
     this.#document = document;
+    this.#root = document.root;
   }
 
   /** The character at a source offset. */
@@ -101,7 +192,7 @@ class Source {
 
   /** Follows a path of mapping keys and sequence indexes to the pod template mapping. */
   navigate(path: readonly (string | number)[]): FastMap {
-    let node: TreeNode | undefined = this.#document.root;
+    let node: TreeNode | undefined = this.#root;
     const walked: string[] = [];
     for (const step of path) {
       walked.push(String(step));
@@ -162,7 +253,7 @@ class Source {
     const prefix = this.#text(lineStart, keyStart);
     const lines = blockLines(keys, hash);
     if (/^ *$/.test(prefix)) {
-      return { start: lineStart, end: lineStart, text: lines.map((line) => prefix + line + this.eol).join('') };
+      return { start: lineStart, end: lineStart, text: lines.map((line) => prefix + line + this.eol).join(''), inserted: { keys, hash, lines } };
     }
     // The first key shares its line with sequence indicators (`- key:`): start there, realign the old key.
     const pad = ' '.repeat(keyStart - lineStart);
@@ -241,9 +332,7 @@ function flowPair(keys: readonly string[], hash: string): string {
  */
 function verify(document: ParsedDocument, stamps: readonly Stamp[], text: string): void {
   const fail = (): never => {
-    throw new StampVerificationError(
-      `${document.file}#${document.index}: could not add ${HASH_ANNOTATION} without changing the rest of the document (unusual YAML layout); please report this`,
-    );
+    throw verificationError(document);
   };
   let values: unknown[];
   try {

@@ -9,7 +9,8 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { DEFAULT_LIMITS, parseStream, parseStreamFast } from '../../plugin/documents.ts';
-import { readFastDocument } from '../../plugin/fast-yaml.ts';
+import { readFastDocument, readFastTree } from '../../plugin/fast-yaml.ts';
+import type { FastNode } from '../../plugin/fast-yaml.ts';
 import type { ParsedDocument } from '../../plugin/documents.ts';
 import { stampDocument } from '../../plugin/stamp.ts';
 import { FIXTURES, GOLDEN } from './cli.ts';
@@ -33,6 +34,13 @@ function stamped(doc: ParsedDocument): string {
   } catch (error) {
     return `error: ${(error as Error).name}`;
   }
+}
+
+/** A tree's plain value, built the simple way: last of repeated keys wins. */
+function valueOf(node: FastNode): unknown {
+  if (node.type === 'scalar') return node.value;
+  if (node.type === 'seq') return node.items.map(valueOf);
+  return Object.fromEntries(node.pairs.map((pair) => [pair.key, valueOf(pair.value)]));
 }
 
 /** Compares both paths; returns whether the fast path answered. */
@@ -167,7 +175,14 @@ describe('fast YAML reader: same answers as yaml', () => {
       const doc = `${gen.chance(0.5) ? gen.nonWorkload(seed) : gen.workload(seed)}\n`;
       docs.push(doc);
       same(doc, `seed ${seed}`);
-      if (readFastDocument(doc, 0, doc.length, 200) !== undefined) read++;
+      const fast = readFastDocument(doc, 0, doc.length, 200);
+      if (fast !== undefined) {
+        read++;
+        // The reader builds the value directly, and the stamper's tree on a second read: the two must agree.
+        const tree = readFastTree(doc, 0, doc.length, 200);
+        assert.ok(tree !== undefined, `seed ${seed}: read as a value but not as a tree`);
+        assert.deepEqual(valueOf(tree), fast.value, `seed ${seed}`);
+      }
     }
     assert.ok(read > 500, `the fast reader read only ${read} of 2000`);
     for (let i = 0; i < docs.length; i += 10) same(docs.slice(i, i + 10).map((d) => `---\n${d}`).join(''), `stream at ${i}`);
