@@ -26,13 +26,16 @@ export async function renderSource(
   // type, and the Helm and Kustomize modules pull in the `yaml` package, whose
   // loading would otherwise delay every start (Argo CD starts one per render).
   switch (type) {
+    // Read in this process, and mostly waiting on I/O: the rest of the plugin may load meanwhile.
     case 'stdin':
+      io.onRendererStarted?.();
       return (await import('./stdin.ts')).renderStdin(io, signal);
     case 'kustomize':
       return (await import('./kustomize.ts')).renderKustomize(config, signal, io.onRendererStarted);
     case 'helm':
       return (await import('./helm.ts')).renderHelm(config, signal, io.onRendererStarted);
     case 'directory':
+      io.onRendererStarted?.();
       return (await import('./directory.ts')).renderDirectory(config, signal);
   }
 }

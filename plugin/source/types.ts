@@ -14,9 +14,10 @@ export interface RenderedStream {
 export interface SourceIo {
   readonly stdin: NodeJS.ReadableStream & AsyncIterable<Buffer | string>;
   /**
-   * Called once the renderer that produces the manifests (`helm template`, `kustomize build`) has been
-   * spawned. main.ts waits for it before loading the rest of the plugin, so that the modules compile on
-   * one core while the renderer runs on the other, instead of delaying the renderer's start.
+   * Called once the render is under way: when the renderer that produces the manifests (`helm template`,
+   * `kustomize build`) has been spawned, and at once for stdin and a directory, whose reads wait on I/O.
+   * main.ts waits for it before loading the rest of the plugin, so that the modules compile while the
+   * render goes on, instead of delaying the renderer's start.
    */
   readonly onRendererStarted?: () => void;
 }
