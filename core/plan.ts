@@ -2,9 +2,9 @@ import { configMapEntry, hashEntries, prepareHashKey, secretEntry, sortEntries, 
 import { getPath } from './manifest.ts';
 import type { ConfigKind, HashEntry, HashKey, Manifest, PolicyDecision, PolicyMode, Reference } from './model.ts';
 import { CONFIG_KINDS, decide, namedMatch, readAnnotations, readWorkloadPolicy } from './policy.ts';
-import { SECRET_PROVIDER_CLASS_GROUP, SECRET_SOURCE_KINDS, isConfigMap, isSecret, isSecretProviderClass, providedSecretName, secretSourceKind, sourceTemplateAnnotations } from './providers.ts';
+import { SECRET_PROVIDER_CLASS_GROUP, isConfigMap, isSecret, isSecretProviderClass, providedSecretName, secretSourceKind, secretSourceKindOf, sourceTemplateAnnotations } from './providers.ts';
 import { findReferences } from './references.ts';
-import { WORKLOAD_KINDS, isRollout, podTemplatePath, rolloutWorkloadRef } from './workloads.ts';
+import { isRollout, podTemplatePath, rolloutWorkloadRef, workloadKind } from './workloads.ts';
 
 /**
  * Whether planWorkloads (or expandLists before it) reads anything of an object
@@ -17,7 +17,7 @@ export function readsBeyondIdentity(group: string, kind: string): boolean {
   if (kind.endsWith('List')) return true;
   if (group === '' && (kind === 'ConfigMap' || kind === 'Secret')) return true;
   if (group === SECRET_PROVIDER_CLASS_GROUP && kind === 'SecretProviderClass') return true;
-  return WORKLOAD_KINDS.some((k) => k.group === group && k.kind === kind) || SECRET_SOURCE_KINDS.some((k) => k.group === group && k.kind === kind);
+  return workloadKind(group, kind) !== undefined || secretSourceKindOf(group, kind) !== undefined;
 }
 
 /** What a workload uses of one config object, and whether it feeds the hash. */
