@@ -87,12 +87,16 @@ function stringMap(m: Manifest, field: string, what: string): [string, string][]
   const value = m.object[field];
   if (value === undefined || value === null) return [];
   if (!isRecord(value)) throw new ManifestError(m, field, `must be a mapping from keys to values that are each ${what}`);
-  return Object.entries(value).map(([key, item]) => {
+  // A loop, not entries().map(): this runs for every ConfigMap and Secret of a render.
+  const pairs: [string, string][] = [];
+  for (const key of Object.keys(value)) {
+    const item = value[key];
     if (typeof item !== 'string') {
       throw new ManifestError(m, `${field}.${key}`, `must be ${what}${what === 'a string' ? ' (quote it)' : ''}, got ${describeType(item)}`);
     }
-    return [key, item];
-  });
+    pairs.push([key, item]);
+  }
+  return pairs;
 }
 
 function decodedBase64Map(m: Manifest, field: string): Map<string, Buffer> {
@@ -181,9 +185,15 @@ export function sortEntries(entries: readonly HashEntry[]): HashEntry[] {
   return [...entries].sort(compareEntries);
 }
 
+/** Whether the entries are already in hash v1 order, as a plan's are: then no sorted copy is needed. */
+function inOrder(entries: readonly HashEntry[]): boolean {
+  for (let i = 1; i < entries.length; i++) if (compareEntries(entries[i - 1] as HashEntry, entries[i] as HashEntry) > 0) return false;
+  return true;
+}
+
 /** The exact bytes that are hashed: canonical JSON of the sorted entries. */
 export function hashMessage(entries: readonly HashEntry[]): string {
-  return canonicalJson(sortEntries(entries));
+  return canonicalJson(inOrder(entries) ? entries : sortEntries(entries));
 }
 
 /**

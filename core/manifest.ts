@@ -92,3 +92,17 @@ export function expandLists(object: unknown): unknown[] {
   }
   return [object];
 }
+
+/** A lookup table of kinds by group, then kind; frozen lists in, never mutated after. */
+export function byGroupAndKind<T extends { readonly group: string; readonly kind: string }>(kinds: readonly T[]): ReadonlyMap<string, ReadonlyMap<string, T>> {
+  const groups = new Map<string, Map<string, T>>();
+  for (const k of kinds) {
+    let group = groups.get(k.group);
+    if (group === undefined) {
+      group = new Map();
+      groups.set(k.group, group);
+    }
+    if (!group.has(k.kind)) group.set(k.kind, k);
+  }
+  return groups;
+}

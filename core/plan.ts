@@ -2,9 +2,9 @@ import { configMapEntry, hashEntries, prepareHashKey, secretEntry, sortEntries, 
 import { getPath } from './manifest.ts';
 import type { ConfigKind, HashEntry, HashKey, Manifest, PolicyDecision, PolicyMode, Reference } from './model.ts';
 import { CONFIG_KINDS, decide, namedMatch, readAnnotations, readWorkloadPolicy } from './policy.ts';
-import { SECRET_PROVIDER_CLASS_GROUP, SECRET_SOURCE_KINDS, isConfigMap, isSecret, isSecretProviderClass, providedSecretName, secretSourceKind, sourceTemplateAnnotations } from './providers.ts';
+import { SECRET_PROVIDER_CLASS_GROUP, isConfigMap, isSecret, isSecretProviderClass, providedSecretName, secretSourceKind, secretSourceKindOf, sourceTemplateAnnotations } from './providers.ts';
 import { findReferences } from './references.ts';
-import { WORKLOAD_KINDS, isRollout, podTemplatePath, rolloutWorkloadRef } from './workloads.ts';
+import { isRollout, podTemplatePath, rolloutWorkloadRef, workloadKind } from './workloads.ts';
 
 /**
  * Whether planWorkloads (or expandLists before it) reads anything of an object
@@ -17,7 +17,7 @@ export function readsBeyondIdentity(group: string, kind: string): boolean {
   if (kind.endsWith('List')) return true;
   if (group === '' && (kind === 'ConfigMap' || kind === 'Secret')) return true;
   if (group === SECRET_PROVIDER_CLASS_GROUP && kind === 'SecretProviderClass') return true;
-  return WORKLOAD_KINDS.some((k) => k.group === group && k.kind === kind) || SECRET_SOURCE_KINDS.some((k) => k.group === group && k.kind === kind);
+  return workloadKind(group, kind) !== undefined || secretSourceKindOf(group, kind) !== undefined;
 }
 
 /** What a workload uses of one config object, and whether it feeds the hash. */
@@ -160,6 +160,8 @@ function emptyIndex(): NamespaceIndex {
 }
 
 const EMPTY_INDEX: NamespaceIndex = emptyIndex();
+const SPEC: readonly string[] = Object.freeze(['spec']);
+const NONE: readonly Manifest[] = Object.freeze([]);
 
 function planOne(
   workload: Manifest,
@@ -169,7 +171,7 @@ function planOne(
   entryOf: Map<Manifest, HashEntry>,
   options: PlanOptions,
 ): WorkloadPlan {
-  const references = templatePath === undefined ? [] : findReferences(getPath(workload.object, [...templatePath, 'spec']));
+  const references = templatePath === undefined ? [] : findReferences(getPath(getPath(workload.object, templatePath), SPEC));
   const policy = readWorkloadPolicy(workload);
   type Candidate = { kind: ConfigKind; name: string; references: Reference[] };
   const candidates: Record<ConfigKind, Map<string, Candidate>> = { ConfigMap: new Map(), Secret: new Map(), SecretProviderClass: new Map() };
@@ -193,8 +195,9 @@ function planOne(
   const entries: HashEntry[] = [];
   const sortedCandidates = CONFIG_KINDS.flatMap((kind) => [...candidates[kind].values()]).sort(compareByKindName);
   for (const candidate of sortedCandidates) {
-    const objects = index.configs[candidate.kind].get(candidate.name) ?? [];
-    const sources = candidate.kind === 'Secret' ? [...(index.sources.get(candidate.name) ?? [])].sort(compareByKindName) : [];
+    const objects = index.configs[candidate.kind].get(candidate.name) ?? NONE;
+    const provided = candidate.kind === 'Secret' ? index.sources.get(candidate.name) : undefined;
+    const sources = provided === undefined ? NONE : [...provided].sort(compareByKindName);
     const { annotations, annotationsFrom } = configAnnotations(objects, sources);
     const config = { kind: candidate.kind, name: candidate.name, annotations, ...(annotationsFrom === undefined ? {} : { annotationsFrom }) };
     const decision = decide(policy, config, candidate.references.length > 0, options.mode);
@@ -207,7 +210,8 @@ function planOne(
       decision,
     }));
     if (decision.selected && skipped === undefined) {
-      for (const m of [...objects, ...sources]) entries.push(entryOf.get(m) as HashEntry);
+      for (const m of objects) entries.push(entryOf.get(m) as HashEntry);
+      for (const m of sources) entries.push(entryOf.get(m) as HashEntry);
     }
   }
   const sorted = sortEntries(entries);

@@ -1,4 +1,4 @@
-import { getPath } from './manifest.ts';
+import { byGroupAndKind, getPath } from './manifest.ts';
 import type { Manifest } from './model.ts';
 import { readAnnotations } from './policy.ts';
 
@@ -46,9 +46,17 @@ export const SECRET_SOURCE_KINDS: readonly SecretSourceKind[] = Object.freeze([
 /** The group of the Secrets Store CSI driver's SecretProviderClass. */
 export const SECRET_PROVIDER_CLASS_GROUP = 'secrets-store.csi.x-k8s.io';
 
+/** SECRET_SOURCE_KINDS by group, then kind: every object of a render is looked up. */
+const SECRET_SOURCE_KIND_BY_GROUP: ReadonlyMap<string, ReadonlyMap<string, SecretSourceKind>> = byGroupAndKind(SECRET_SOURCE_KINDS);
+
+/** The source kind of this API group and kind, or `undefined` for one that provides no Secret. */
+export function secretSourceKindOf(group: string, kind: string): SecretSourceKind | undefined {
+  return SECRET_SOURCE_KIND_BY_GROUP.get(group)?.get(kind);
+}
+
 /** The source kind of a manifest, or `undefined` when it provides no Secret. */
 export function secretSourceKind(m: Manifest): SecretSourceKind | undefined {
-  return SECRET_SOURCE_KINDS.find((k) => k.group === m.group && k.kind === m.kind);
+  return secretSourceKindOf(m.group, m.kind);
 }
 
 /** The name of the Secret this object makes a controller create, if it is a source. */

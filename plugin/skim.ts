@@ -41,7 +41,7 @@ const TOP_KEY = /([A-Za-z][A-Za-z0-9_-]*):(?=[ \n]|$)/y;
  * reach column 0 and is no error the lexer stops at, so a native regular expression steps over most of a
  * CRD's schema at once instead of the lexer going line by line (the identity skim was ~210 ms of a 12 MB chart).
  */
-const PLAIN_LINES = /(?: +(?:-(?: +|(?=\n)))*(?:[^\n "'\[\]{}|>&*!?%@`,#:\t\r-][^\n:#\t\r]*(?::(?: +[^\n "'\[\]{}|>&*!?%@`,#:\t\r-][^\n:#\t\r]*| *))?)?)?\n/y;
+const PLAIN_LINES = /(?: +(?:-(?: +|(?=\n)))*(?:[^\n "'[\]{}|>&*!?%@`,#:\t\r-][^\n:#\t\r]*(?::(?: +[^\n "'[\]{}|>&*!?%@`,#:\t\r-][^\n:#\t\r]*| *))?)?)?\n/y;
 const PLAIN_LINE_RUN = new RegExp(`(?:${PLAIN_LINES.source})+`, 'y');
 
 /**
