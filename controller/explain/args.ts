@@ -40,6 +40,8 @@ export const CONTROLLER_FLAGS_USED: readonly string[] = Object.freeze([
   'restart-strategy',
   'argocd-tracking-method',
   'argocd-tracking-label',
+  'argocd-namespace',
+  'argocd-sync-wait',
   'resource-label-selector',
   'kube-qps',
   'kube-burst',

@@ -8,7 +8,7 @@
  */
 import type { HashKey } from '../../core/index.ts';
 import { ClusterView, workloadKey } from '../cache/cluster-view.ts';
-import { reduceConfig, reducePod, reduceProviderPodStatus, reduceReplicaSet, reduceWorkload, type TrackingOptions } from '../cache/reduce.ts';
+import { reduceApplication, reduceConfig, reducePod, reduceProviderPodStatus, reduceReplicaSet, reduceWorkload, type TrackingOptions } from '../cache/reduce.ts';
 import type { LabelRequirement } from '../config.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { isForbidden, isNotFound } from '../kube/errors.ts';
@@ -58,6 +58,8 @@ export interface CollectOptions {
   readonly pageSize: number;
   /** The controller's `--resource-label-selector`, as text. */
   readonly configLabelSelector: string | undefined;
+  /** The controller's `--argocd-namespace`: where the Applications it watches for the sync wait live. */
+  readonly argocdNamespace: string;
   readonly now: number;
 }
 
@@ -223,6 +225,11 @@ export async function collectLive(client: KubeClient, options: CollectOptions): 
     const pdbs: ResourceSpec = { group: 'policy', version: 'v1', plural: 'poddisruptionbudgets', optional: false };
     await listTolerant(client, pdbs, namespace, pageSize, warnings, (raw) => budgets.push(reduceBudget(raw)), 'PodDisruptionBudgets are unknown');
     budgets.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    // The Applications tracking these workloads, for the sync wait (ADR 0011); none without Argo CD (no CRD: skipped).
+    if (workloadKeys.some((key) => view.workload(key)?.tracking !== undefined)) {
+      await listTolerant(client, OTHER_RESOURCES.applications, options.argocdNamespace, pageSize, warnings,
+        (raw) => view.applicationChanged(undefined, reduceApplication(raw, options.argocdNamespace)), 'a restart waiting for an Argo CD sync is not shown');
+    }
   }
   return Object.freeze({ namespace, view, podLabels, budgets: Object.freeze(budgets), workloadKeys: Object.freeze(workloadKeys), warnings: Object.freeze(warnings), now });
 }

@@ -64,9 +64,10 @@ async function main(argv: readonly string[]): Promise<number> {
       tracking: { method: config.argocdTrackingMethod, label: config.argocdTrackingLabel },
       pageSize: config.listPageSize,
       configLabelSelector: config.resourceLabelSelector?.text,
+      argocdNamespace: config.argocdNamespace,
       now: clock.now(),
     });
-    const report = buildLiveReport(snapshot, { mode: config.mode, restartStrategy: config.restartStrategy, keyed: hashKey !== undefined, target: options.target });
+    const report = buildLiveReport(snapshot, { mode: config.mode, restartStrategy: config.restartStrategy, argocdSyncWaitMs: config.argocdSyncWait.ms, keyed: hashKey !== undefined, target: options.target });
     process.stdout.write(options.output === 'json' ? `${JSON.stringify(report, null, 2)}\n` : formatLiveTable(report));
     return 0;
   } catch (error) {

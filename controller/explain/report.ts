@@ -6,6 +6,7 @@
  * keyed hashes (HMAC with the controller's key), shortened, never a value.
  */
 import { ManifestError, type PolicyMode } from '../../core/index.ts';
+import { syncWait } from '../argocd-sync.ts';
 import { ABSENT, BOOKKEEPING, configKey, parseDigestMap, parseRestartAt, type DigestMap } from '../bookkeeping.ts';
 import { parseWorkloadKey, workloadKey } from '../cache/cluster-view.ts';
 import { compareDigests, outOfBandDigests, resolveStrategy, selectConfigs, type ConfigLookup, type ResolvedStrategy, type Selection } from '../decide.ts';
@@ -58,8 +59,8 @@ export interface LiveWorkloadConfig extends LiveDependency {
 
 /** Why a restart in progress does not move now. */
 export interface LiveBlocker {
-  readonly kind: 'PodDisruptionBudget' | 'availability' | 'pending-revision' | 'rollout-in-progress' | 'strategy';
-  /** The PodDisruptionBudget's name; `null` otherwise. */
+  readonly kind: 'PodDisruptionBudget' | 'argocd-sync' | 'availability' | 'pending-revision' | 'rollout-in-progress' | 'strategy';
+  /** The PodDisruptionBudget's or the Argo CD Application's name; `null` otherwise. */
   readonly name: string | null;
   readonly reason: string;
 }
@@ -131,6 +132,8 @@ export interface LiveConfig {
 export interface ReportOptions {
   readonly mode: PolicyMode;
   readonly restartStrategy: RestartStrategy;
+  /** `--argocd-sync-wait` in ms (0: off), as the controller has it. */
+  readonly argocdSyncWaitMs: number;
   readonly keyed: boolean;
   readonly target: LiveTarget;
 }
@@ -274,7 +277,16 @@ function planBlocker(action: 'wait' | 'skip', reason: string): LiveBlocker {
   return { kind: 'availability', name: null, reason };
 }
 
-function explainRestart(snapshot: LiveSnapshot, workload: WorkloadSummary, selection: Selection | undefined, restartStrategy: RestartStrategy): LiveRestart {
+/** The sync wait holding a restart at `restartAt`, as a blocker; `undefined` when it does not hold (or the Application is not visible). */
+function syncWaitFor(snapshot: LiveSnapshot, workload: WorkloadSummary, restartAt: number, waitMs: number): LiveBlocker | undefined {
+  const app = workload.tracking === undefined ? undefined : snapshot.view.application(workload.tracking.app);
+  const rule = syncWait({ app, workload, restartAt, now: snapshot.now, waitMs });
+  if (rule.action !== 'wait' || app === undefined) return undefined;
+  const seconds = Math.ceil(rule.remainingMs / 1000);
+  return { kind: 'argocd-sync', name: app.name, reason: `${rule.reason}: the controller waits for its sync to replace the pods, at most ${seconds} s more (--argocd-sync-wait)` };
+}
+
+function explainRestart(snapshot: LiveSnapshot, workload: WorkloadSummary, selection: Selection | undefined, restartStrategy: RestartStrategy, argocdSyncWaitMs: number): LiveRestart {
   const { strategy } = resolveStrategy(workload, restartStrategy);
   const restartAtText = workload.annotations[BOOKKEEPING.restartAt];
   const restartAt = parseRestartAt(restartAtText);
@@ -296,7 +308,11 @@ function explainRestart(snapshot: LiveSnapshot, workload: WorkloadSummary, selec
   if (stale.length > 0) state = 'in-progress';
   const blockedBy: LiveBlocker[] = [];
   let nextEvictions: string[] = [];
-  if (stale.length > 0 && restartAt !== undefined) {
+  // The controller's own rule, first: while Argo CD is about to roll the workload, it neither evicts nor patches.
+  const wait = stale.length > 0 && restartAt !== undefined && strategy !== 'record-only' ? syncWaitFor(snapshot, workload, restartAt, argocdSyncWaitMs) : undefined;
+  if (wait !== undefined) {
+    blockedBy.push(wait);
+  } else if (stale.length > 0 && restartAt !== undefined) {
     if (strategy === 'evict') {
       const plan = planEvictions({ workload, pods, restartAt, now: snapshot.now });
       if (plan.action === 'wait' || plan.action === 'skip') blockedBy.push(planBlocker(plan.action, plan.reason));
@@ -345,7 +361,7 @@ function explainWorkload(snapshot: LiveSnapshot, workload: WorkloadSummary, opti
     application: workload.tracking?.app ?? null,
     templateFrom: workload.workloadRef === undefined ? null : `${workload.workloadRef.kind}/${workload.workloadRef.name}`,
     configs: selection === undefined ? [] : configRows(selection, recorded, snapshot.view.configLookup(workload.namespace)),
-    restart: explainRestart(snapshot, workload, selection, options.restartStrategy),
+    restart: explainRestart(snapshot, workload, selection, options.restartStrategy, options.argocdSyncWaitMs),
     budgets: budgetsSelecting(snapshot, snapshot.view.podsOf(workload)).map(liveBudget),
     warnings,
   };

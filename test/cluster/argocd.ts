@@ -456,6 +456,11 @@ async function startApiServer(
   return url;
 }
 
+/** Installs Argo CD's CRDs into a test cluster without Argo CD: for tests of what reads Applications as they are. */
+export async function installArgoCdCrds(cluster: Cluster): Promise<void> {
+  await installCrds(cluster, (await ensureArgoCdBinaries()).crds);
+}
+
 /**
  * Server-side applies Argo CD's CRDs (the Application CRD is too big for the
  * last-applied annotation of a client-side apply) and waits until they are served.

@@ -4,11 +4,13 @@
  * table and in the JSON report; a config lookup lists its dependants; digests
  * compare with the controller's record; and no output carries a Secret value.
  * The in-band assumption check (issue 6 §3) warns when the controller runs in
- * mode `all` for a stamped workload nothing opts in.
+ * mode `all` for a stamped workload nothing opts in. A restart the controller
+ * holds for an Argo CD sync (ADR 0011) names the Application that holds it.
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
+import { installArgoCdCrds } from '../cluster/argocd.ts';
 import { useCluster, waitForDeploymentRollout } from '../cluster/testing.ts';
 import { waitFor } from '../cluster/wait.ts';
 import { applyAsArgoCD, assertNoDrift } from '../support/drift-oracle.ts';
@@ -192,3 +194,63 @@ fixture.test('explain --live warns when the controller in mode all treats a conf
   assert.equal(missing.code, 1);
   assert.match(missing.stderr, /StatefulSet \S+\/nope not found/);
 }, { timeout: 120_000 });
+
+fixture.test('a restart waiting for an Argo CD sync: explain --live names the Application, until it no longer lists the workload OutOfSync', async ({ cluster, namespace }) => {
+  const api = cluster.admin;
+  // The real Application CRD, without Argo CD: the Application's status is written here as Argo CD writes it.
+  await installArgoCdCrds(cluster);
+  const argocd = `${namespace}-argocd`;
+  await api.request('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: argocd } });
+  const applications = `/apis/argoproj.io/v1alpha1/namespaces/${argocd}/applications`;
+  const status = (sync: 'OutOfSync' | 'Synced'): Record<string, unknown> => ({
+    sync: { status: sync },
+    resources: [{ group: 'apps', version: 'v1', kind: 'Deployment', namespace, name: 'app', status: sync }],
+  });
+  await api.request('POST', applications, {
+    apiVersion: 'argoproj.io/v1alpha1',
+    kind: 'Application',
+    metadata: { name: 'shop', namespace: argocd },
+    spec: { project: 'default', destination: { server: 'https://kubernetes.default.svc', namespace }, source: { repoURL: 'https://example.invalid/shop.git', path: 'app' }, syncPolicy: { automated: {} } },
+    status: status('OutOfSync'),
+  });
+  await createExternalSecret(api, namespace, 'db', 'v1');
+  const manifest = workload('Deployment', 'app', {
+    uses: { secret: 'db' },
+    annotations: { 'reloader.stakater.com/auto': 'true', 'argocd.argoproj.io/tracking-id': `shop:apps/Deployment:${namespace}/app` },
+  });
+  await applyAsArgoCD(cluster, manifest, { namespace });
+  await waitForDeploymentRollout(api, namespace, 'app');
+
+  const argv = [`--namespace=${namespace}`, `--argocd-namespace=${argocd}`, 'deployment/app'];
+  const controller = await startControllerProcess(cluster, { args: [`--namespaces=${namespace}`, `--argocd-namespace=${argocd}`] });
+  try {
+    await controller.ready();
+    await waitFor('the first-sight record', async () => (await read(api, `${COLLECTIONS.Deployment(namespace)}/app`)).metadata?.annotations?.['driftless.dev/restarted-for']);
+    await rotateSecret(api, namespace, 'db', SECRET_VALUE);
+    await waitForEvent(api, namespace, 'app', 'RestartWaitingForSync', 90_000);
+
+    const waiting = await explainJson(cluster.kubeconfigPath, argv);
+    const restart = waiting.workloads[0]?.restart;
+    assert.equal(waiting.workloads[0]?.application, 'shop');
+    assert.equal(restart?.state, 'in-progress');
+    assert.deepEqual(restart?.blockedBy.map((b) => [b.kind, b.name]), [['argocd-sync', 'shop']]);
+    assert.deepEqual(restart?.nextEvictions, []);
+    const table = await explainLive(cluster.kubeconfigPath, argv);
+    assert.equal(table.code, 0, table.stderr);
+    assert.match(table.stdout, /^ {2}blocked: Application shop has automated sync and lists this Deployment OutOfSync: the controller waits for its sync to replace the pods, at most \d+ s more \(--argocd-sync-wait\)$/m);
+    // Without the Application's namespace, explain cannot see what holds the restart, and says nothing of it.
+    const elsewhere = await explainJson(cluster.kubeconfigPath, [`--namespace=${namespace}`, 'deployment/app']);
+    assert.ok(!(elsewhere.workloads[0]?.restart.blockedBy ?? []).some((b) => b.kind === 'argocd-sync'));
+
+    // Argo CD no longer lists it OutOfSync (a sync that changed nothing): the controller restarts it, and explain no longer names the Application.
+    const current = await read(api, `${applications}/shop`);
+    await api.request('PUT', `${applications}/shop`, { ...current, status: status('Synced') });
+    await waitFor('the restart to go on once the Application is Synced', async () => {
+      const report = await explainJson(cluster.kubeconfigPath, argv);
+      return (report.workloads[0]?.restart.blockedBy ?? []).every((b) => b.kind !== 'argocd-sync') ? report : undefined;
+    }, { timeoutMs: 60_000 });
+    assertNoValue(table.stdout + JSON.stringify(waiting));
+  } finally {
+    await controller.stop();
+  }
+}, { timeout: 180_000 });
