@@ -26,7 +26,7 @@ export type SyncWait =
 export interface SyncWaitInput {
   /** The workload's Application, from its tracking (`undefined`: untracked, or not watched). */
   readonly app: ApplicationSummary | undefined;
-  readonly workload: Pick<WorkloadSummary, 'apiVersion' | 'kind' | 'namespace' | 'name'>;
+  readonly workload: Pick<WorkloadSummary, 'apiVersion' | 'kind' | 'namespace' | 'name'> & Partial<Pick<WorkloadSummary, 'workloadRef'>>;
   /** T of the restart (epoch ms). */
   readonly restartAt: number;
   readonly now: number;
@@ -40,8 +40,13 @@ export function pendingSync(app: ApplicationSummary, workload: SyncWaitInput['wo
   if (app.refreshRequested) return `Application ${app.name} has a refresh requested`;
   const slash = workload.apiVersion.lastIndexOf('/');
   const group = slash === -1 ? '' : workload.apiVersion.slice(0, slash);
-  if (app.automated && app.outOfSync.includes(applicationResourceKey(group, workload.kind, workload.namespace, workload.name))) {
-    return `Application ${app.name} has automated sync and lists this ${workload.kind} OutOfSync`;
+  if (!app.automated) return undefined;
+  const listed = (resourceGroup: string, kind: string, name: string): boolean => app.outOfSync.includes(applicationResourceKey(resourceGroup, kind, workload.namespace, name));
+  if (listed(group, workload.kind, workload.name)) return `Application ${app.name} has automated sync and lists this ${workload.kind} OutOfSync`;
+  // A Rollout with a workloadRef takes its pod template from that Deployment: syncing the Deployment rolls the Rollout.
+  const ref = workload.workloadRef;
+  if (ref !== undefined && listed('apps', ref.kind, ref.name)) {
+    return `Application ${app.name} has automated sync and lists the ${ref.kind} ${ref.name} this ${workload.kind} takes its pod template from OutOfSync`;
   }
   return undefined;
 }

@@ -80,6 +80,20 @@ test('syncWait: nothing pending, a manual-sync app OutOfSync, another resource O
   assert.deepEqual(syncWait({ app: app({ operation: true }), workload: TARGET, restartAt: START, now: START, waitMs: 0 }), { action: 'go' });
 });
 
+test('syncWait: a Rollout with a workloadRef waits while automated sync lists the Deployment it takes its template from OutOfSync', () => {
+  const rollout = { apiVersion: 'argoproj.io/v1alpha1', kind: 'Rollout', namespace: 'prod', name: 'web', workloadRef: { kind: 'Deployment', name: 'web-template' } } as const;
+  const listing = (outOfSync: readonly string[], automated = true): ApplicationSummary => ({ ...app(automated ? { automated: {} } : {}), outOfSync });
+  const verdict = syncWait({ app: listing(['apps/Deployment/prod/web-template']), workload: rollout, restartAt: START, now: START, waitMs: WAIT_MS });
+  assert.deepEqual(verdict, { action: 'wait', reason: 'Application shop has automated sync and lists the Deployment web-template this Rollout takes its pod template from OutOfSync', remainingMs: WAIT_MS });
+  // Another Deployment, the same name in another namespace, a manual-sync app, or no workloadRef: go.
+  for (const [given, workload] of [
+    [listing(['apps/Deployment/prod/other']), rollout],
+    [listing(['apps/Deployment/staging/web-template']), rollout],
+    [listing(['apps/Deployment/prod/web-template'], false), rollout],
+    [listing(['apps/Deployment/prod/web-template']), { ...rollout, workloadRef: undefined }],
+  ] as const) assert.deepEqual(syncWait({ app: given, workload, restartAt: START, now: START, waitMs: WAIT_MS }), { action: 'go' }, JSON.stringify([given.outOfSync, workload.workloadRef]));
+});
+
 test('syncWait: at T + the bound a sync still pending no longer holds the restart', () => {
   const pending = app({ operation: true });
   assert.equal(syncWait({ app: pending, workload: TARGET, restartAt: START, now: START + WAIT_MS - 1, waitMs: WAIT_MS }).action, 'wait');
