@@ -68,9 +68,7 @@ function isShortDecimal(source: string): boolean {
 
 /** `[-+.0-9~nNyYtTfFoO]`: the first characters of go-yaml's `resolveTable` hints (MAYBE_NOT_STRING). */
 function mayStartNonString(c: number): boolean {
-  return (c >= 48 && c <= 57) || c === 45 || c === 43 || c === 46 || c === 126
-    || c === 110 || c === 78 || c === 121 || c === 89 || c === 116 || c === 84
-    || c === 102 || c === 70 || c === 111 || c === 79;
+  return (c >= 48 && c <= 57) || c === 45 || c === 43 || c === 46 || c === 126 || isHintLetter(c);
 }
 
 /** `[nNyYtTfFoO]`: the letters among the hints, which start only the null and boolean words. */

@@ -60,14 +60,9 @@ export async function analyse(
       : { file: document.file, document: document.index, template: document.template };
     const context = { defaultNamespace: config.destinationNamespace, origin };
     // A document read only as far as its identity is planned from that identity (its kind needs no more).
-    const value = document.identity ?? document.value;
-    const expanded = expandLists(value);
-    if (expanded.length === 1 && expanded[0] === value) {
-      // Not a List (nearly every document): no paths to build.
-      objects.push({ manifest: toManifest(value, context), document, path: AT_ROOT });
-      continue;
+    for (const { object, path } of listEntries(document.identity ?? document.value, AT_ROOT)) {
+      objects.push({ manifest: toManifest(object, context), document, path });
     }
-    for (const { object, path } of listEntries(value, [])) objects.push({ manifest: toManifest(object, context), document, path });
   }
   if (objects.length === 0 && !config.allowEmpty) {
     const file = streams.length === 1 ? (streams[0]?.label ?? '<render>') : '<render>';
@@ -98,7 +93,7 @@ export async function readHashKey(file: string): Promise<HashKey> {
   return { bytes: new Uint8Array(bytes) };
 }
 
-/** The path of an object that is its whole document. */
+/** The path of an object that is its whole document: one frozen array for every document that is not a List. */
 const AT_ROOT: readonly (string | number)[] = Object.freeze([]);
 
 /** Mirrors core's `expandLists`, keeping each item's path so a stamp can find it in the text. */
