@@ -10,8 +10,10 @@
  * A manual-sync app that is OutOfSync does not hold a restart: when, or
  * whether, a human syncs it is unpredictable.
  */
-import type { ApplicationSummary, WorkloadSummary } from './model.ts';
+import { formatTime, parseRestartAt } from './bookkeeping.ts';
 import { applicationResourceKey } from './cache/reduce.ts';
+import type { ResolvedStrategy } from './decide.ts';
+import type { ApplicationSummary, WorkloadSummary } from './model.ts';
 
 /** What the rule says about a restart that is about to act. */
 export type SyncWait =
@@ -49,6 +51,23 @@ export function pendingSync(app: ApplicationSummary, workload: SyncWaitInput['wo
     return `Application ${app.name} has automated sync and lists the ${ref.kind} ${ref.name} this ${workload.kind} takes its pod template from OutOfSync`;
   }
   return undefined;
+}
+
+/**
+ * Whether the restart at `restartAt` has not acted yet, so the rule may still hold it: once asked of the
+ * Rollouts controller (`spec.restartAt`) or written into the template it is theirs; evictions are held
+ * only while pods created before T remain (nothing else is left to hold).
+ */
+export function restartNotActed(
+  strategy: ResolvedStrategy,
+  workload: Pick<WorkloadSummary, 'restartAt' | 'templateRestartedAt'>,
+  restartAt: number,
+  stalePodsLeft: boolean,
+): boolean {
+  if (strategy === 'restart-at') return (parseRestartAt(workload.restartAt) ?? 0) < restartAt;
+  if (strategy === 'template') return workload.templateRestartedAt !== formatTime(restartAt);
+  if (strategy === 'evict') return stalePodsLeft;
+  return true;
 }
 
 /** Applies the rule; see the module comment. */

@@ -15,7 +15,7 @@ import { ManifestError, type PolicyMode } from '../core/index.ts';
 import { BOOKKEEPING, formatDigestMap, formatTime, parseDigestMap, parseRestartAt } from './bookkeeping.ts';
 import { parseWorkloadKey, workloadKey, type ClusterView } from './cache/cluster-view.ts';
 import type { Clock } from './clock.ts';
-import { rolloutUpdating, syncWait } from './argocd-sync.ts';
+import { restartNotActed, rolloutUpdating, syncWait } from './argocd-sync.ts';
 import { compareDigests, outOfBandDigests, resolveStrategy, selectConfigs, type ResolvedStrategy } from './decide.ts';
 import type { EventRecorder } from './events.ts';
 import type { FleetMetrics } from './fleet/metrics.ts';
@@ -315,8 +315,7 @@ export class Reconciler {
 
   /** The sync-wait rule for this workload's Application (ADR 0011). */
   #syncWaitOf(workload: WorkloadSummary, restartAt: number, now: number): ReturnType<typeof syncWait> {
-    const app = workload.tracking === undefined ? undefined : this.#deps.view.application(workload.tracking.app);
-    return syncWait({ app, workload, restartAt, now, waitMs: this.#deps.options.argocdSyncWaitMs ?? 0 });
+    return syncWait({ app: this.#deps.view.applicationOf(workload), workload, restartAt, now, waitMs: this.#deps.options.argocdSyncWaitMs ?? 0 });
   }
 
   /**
@@ -327,17 +326,14 @@ export class Reconciler {
   async #holdForSync(key: string, workload: WorkloadSummary, strategy: ResolvedStrategy, restartAt: number, now: number): Promise<ProcessResult | undefined> {
     const { options, events, log } = this.#deps;
     if ((options.argocdSyncWaitMs ?? 0) <= 0) return undefined;
-    // Only a restart that has not acted yet is held: once asked of the Rollouts controller or the template,
-    // it is theirs; evictions are held only while stale pods remain (nothing else is left to hold).
-    if (strategy === 'restart-at' && (parseRestartAt(workload.restartAt) ?? 0) >= restartAt) return undefined;
-    if (strategy === 'template' && workload.templateRestartedAt === formatTime(restartAt)) return undefined;
-    if (strategy === 'evict' && !this.#deps.view.podsOf(workload).some((pod) => !pod.deleting && !isTerminal(pod) && pod.createdAt < restartAt)) return undefined;
+    const stalePodsLeft = strategy === 'evict' && this.#deps.view.podsOf(workload).some((pod) => !pod.deleting && !isTerminal(pod) && pod.createdAt < restartAt);
+    if (!restartNotActed(strategy, workload, restartAt, stalePodsLeft)) return undefined;
     const rule = this.#syncWaitOf(workload, restartAt, now);
     if (rule.action === 'go') {
       // The sync is done (or none is pending) but may have started the Rollout's own update: within the
       // bound, spec.restartAt waits for it, or it would restart old pods the update removes anyway.
       // Only for a workload of a watched Application: without Argo CD nothing changes.
-      const tracked = workload.tracking !== undefined && this.#deps.view.application(workload.tracking.app) !== undefined;
+      const tracked = this.#deps.view.applicationOf(workload) !== undefined;
       const updating = tracked && strategy === 'restart-at' && now < restartAt + (options.argocdSyncWaitMs ?? 0) ? rolloutUpdating(workload) : undefined;
       if (updating === undefined) return undefined;
       this.#restarting.add(key);

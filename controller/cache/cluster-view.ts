@@ -243,6 +243,11 @@ export class ClusterView {
     return this.#applications.get(trackingApp);
   }
 
+  /** The watched Application that tracks the workload; `undefined` for an untracked workload or an unwatched app. */
+  applicationOf(workload: Pick<WorkloadSummary, 'tracking'>): ApplicationSummary | undefined {
+    return workload.tracking === undefined ? undefined : this.#applications.get(workload.tracking.app);
+  }
+
   // ---- pods ----------------------------------------------------------------
 
   /** Stores a pod change; returns the key of the workload it belongs to, if known. */

@@ -6,7 +6,7 @@
  * keyed hashes (HMAC with the controller's key), shortened, never a value.
  */
 import { ManifestError, type PolicyMode } from '../../core/index.ts';
-import { syncWait } from '../argocd-sync.ts';
+import { restartNotActed, syncWait } from '../argocd-sync.ts';
 import { ABSENT, BOOKKEEPING, configKey, parseDigestMap, parseRestartAt, type DigestMap } from '../bookkeeping.ts';
 import { parseWorkloadKey, workloadKey } from '../cache/cluster-view.ts';
 import { compareDigests, outOfBandDigests, resolveStrategy, selectConfigs, type ConfigLookup, type ResolvedStrategy, type Selection } from '../decide.ts';
@@ -279,7 +279,7 @@ function planBlocker(action: 'wait' | 'skip', reason: string): LiveBlocker {
 
 /** The sync wait holding a restart at `restartAt`, as a blocker; `undefined` when it does not hold (or the Application is not visible). */
 function syncWaitFor(snapshot: LiveSnapshot, workload: WorkloadSummary, restartAt: number, waitMs: number): LiveBlocker | undefined {
-  const app = workload.tracking === undefined ? undefined : snapshot.view.application(workload.tracking.app);
+  const app = snapshot.view.applicationOf(workload);
   const rule = syncWait({ app, workload, restartAt, now: snapshot.now, waitMs });
   if (rule.action !== 'wait' || app === undefined) return undefined;
   const seconds = Math.ceil(rule.remainingMs / 1000);
@@ -309,7 +309,8 @@ function explainRestart(snapshot: LiveSnapshot, workload: WorkloadSummary, selec
   const blockedBy: LiveBlocker[] = [];
   let nextEvictions: string[] = [];
   // The controller's own rule, first: while Argo CD is about to roll the workload, it neither evicts nor patches.
-  const wait = stale.length > 0 && restartAt !== undefined && strategy !== 'record-only' ? syncWaitFor(snapshot, workload, restartAt, argocdSyncWaitMs) : undefined;
+  const held = stale.length > 0 && restartAt !== undefined && strategy !== 'record-only' && restartNotActed(strategy, workload, restartAt, true);
+  const wait = held ? syncWaitFor(snapshot, workload, restartAt, argocdSyncWaitMs) : undefined;
   if (wait !== undefined) {
     blockedBy.push(wait);
   } else if (stale.length > 0 && restartAt !== undefined) {

@@ -8,8 +8,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { pino } from 'pino';
-import { rolloutUpdating, syncWait } from '../../controller/argocd-sync.ts';
-import { BOOKKEEPING } from '../../controller/bookkeeping.ts';
+import { restartNotActed, rolloutUpdating, syncWait } from '../../controller/argocd-sync.ts';
+import { BOOKKEEPING, formatTime } from '../../controller/bookkeeping.ts';
 import { reduceApplication, reduceWorkload } from '../../controller/cache/reduce.ts';
 import { ClusterView, workloadKey } from '../../controller/cache/cluster-view.ts';
 import { FakeClock } from '../../controller/clock.ts';
@@ -92,6 +92,18 @@ test('syncWait: a Rollout with a workloadRef waits while automated sync lists th
     [listing(['apps/Deployment/prod/web-template'], false), rollout],
     [listing(['apps/Deployment/prod/web-template']), { ...rollout, workloadRef: undefined }],
   ] as const) assert.deepEqual(syncWait({ app: given, workload, restartAt: START, now: START, waitMs: WAIT_MS }), { action: 'go' }, JSON.stringify([given.outOfSync, workload.workloadRef]));
+});
+
+test('restartNotActed: the rule may hold a restart only until it has acted (the reconciler and explain --live ask the same)', () => {
+  const at = formatTime(START);
+  const before = formatTime(START - 60_000);
+  assert.equal(restartNotActed('restart-at', { restartAt: undefined, templateRestartedAt: undefined }, START, true), true);
+  assert.equal(restartNotActed('restart-at', { restartAt: before, templateRestartedAt: undefined }, START, true), true, 'an earlier restart asked for');
+  assert.equal(restartNotActed('restart-at', { restartAt: at, templateRestartedAt: undefined }, START, true), false, 'spec.restartAt is T: the Rollouts controller has it');
+  assert.equal(restartNotActed('template', { restartAt: undefined, templateRestartedAt: before }, START, true), true);
+  assert.equal(restartNotActed('template', { restartAt: undefined, templateRestartedAt: at }, START, true), false);
+  assert.equal(restartNotActed('evict', { restartAt: undefined, templateRestartedAt: undefined }, START, true), true);
+  assert.equal(restartNotActed('evict', { restartAt: undefined, templateRestartedAt: undefined }, START, false), false, 'no pod from before T left');
 });
 
 test('syncWait: at T + the bound a sync still pending no longer holds the restart', () => {
