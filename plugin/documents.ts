@@ -232,20 +232,33 @@ export function parseStreamFast(stream: TextStream, limits: DocumentLimits = DEF
   return documents;
 }
 
+/** What every document of a stream holds, whichever reader read it: its place, its text and helm's template name. */
+class StreamDocument {
+  readonly file: string;
+  readonly index: number;
+  readonly text: string;
+  readonly explicitStart: boolean;
+  readonly rangeBase: number;
+  readonly template: string | undefined;
+
+  constructor(file: string, index: number, source: string, start: number, end: number, explicit: boolean) {
+    this.file = file;
+    this.index = index;
+    this.text = source.slice(start, end);
+    this.explicitStart = explicit;
+    this.rangeBase = start;
+    this.template = helmTemplateOf(this.text);
+  }
+}
+
 /**
  * A document the fast reader read. Its tree is only needed if it gets stamped: read then, instead of
  * building thousands of trees (allocation and garbage collection were most of the run time), on every
  * ask and not kept (a kept tree lives to the end of the run; the stamper asks once per document).
  * A class rather than an object literal with a getter: one shape and no closures for thousands of documents.
  */
-class FastReadDocument implements ParsedDocument {
-  readonly file: string;
-  readonly index: number;
-  readonly text: string;
-  readonly explicitStart: boolean;
+class FastReadDocument extends StreamDocument implements ParsedDocument {
   readonly value: unknown;
-  readonly rangeBase: number;
-  readonly template: string | undefined;
   readonly fastRead = true as const;
   readonly blockMaps: ReadonlyMap<object, number> | undefined;
   readonly #source: string;
@@ -254,14 +267,9 @@ class FastReadDocument implements ParsedDocument {
   readonly #maxDepth: number;
 
   constructor(file: string, index: number, source: string, [start, bodyStart, end, explicit]: readonly [number, number, number, boolean], read: FastDocument, maxDepth: number) {
-    this.file = file;
-    this.index = index;
-    this.text = source.slice(start, end);
-    this.explicitStart = explicit;
+    super(file, index, source, start, end, explicit);
     this.value = read.value;
     this.blockMaps = read.blockMaps;
-    this.rangeBase = start;
-    this.template = helmTemplateOf(this.text);
     this.#source = source;
     this.#bodyStart = bodyStart;
     this.#end = end;
@@ -297,14 +305,8 @@ function readsInFull(text: string, bodyStart: number): boolean {
  * it is, its value read only if something asks for it (a test, a message),
  * by the reader that would have read it.
  */
-class SkimmedDocument implements ParsedDocument {
-  readonly file: string;
-  readonly index: number;
-  readonly text: string;
-  readonly explicitStart: boolean;
+class SkimmedDocument extends StreamDocument implements ParsedDocument {
   readonly identity: Identity;
-  readonly rangeBase: number;
-  readonly template: string | undefined;
   readonly #stream: TextStream;
   readonly #bodyStart: number;
   readonly #end: number;
@@ -312,13 +314,8 @@ class SkimmedDocument implements ParsedDocument {
   #full: ParsedDocument | undefined;
 
   constructor(stream: TextStream, index: number, [start, bodyStart, end, explicit]: readonly [number, number, number, boolean], identity: Identity, limits: DocumentLimits) {
-    this.file = stream.label;
-    this.index = index;
-    this.text = stream.text.slice(start, end);
-    this.explicitStart = explicit;
+    super(stream.label, index, stream.text, start, end, explicit);
     this.identity = identity;
-    this.rangeBase = start;
-    this.template = helmTemplateOf(this.text);
     this.#stream = stream;
     this.#bodyStart = bodyStart;
     this.#end = end;
