@@ -237,7 +237,7 @@ describe('manifests/plugin component on an Argo CD install', () => {
       const found = mounts(renderServer()).filter((m) => m['mountPath'] === wanted['mountPath']);
       assert.deepEqual(found, [wanted], `the render server mounts ${wanted['name']} at ${wanted['mountPath']} as the cmp container does`);
     }
-    assert.deepEqual(mounts(renderServer()).map((m) => m['name']).sort(), ['driftless-hash-key', 'driftless-tmp'], 'and nothing else of the pod');
+    assert.deepEqual(mounts(renderServer()).map((m) => m['name'] as string).sort((a, b) => a.localeCompare(b)), ['driftless-hash-key', 'driftless-tmp'], 'and nothing else of the pod');
   });
 
   it('points the render server\'s NODE_COMPILE_CACHE at the cmp container\'s primed cache', () => {
