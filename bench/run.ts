@@ -367,7 +367,7 @@ try {
         const m = measured[i] as Measured;
         lines.push(
           row(variant.label, mbPerS(m.ms), m.cpuMs === undefined ? undefined : mbPerS(m.cpuMs), (v) => v >= 20, '>= 20', 1),
-          `    ${(input.length / 1e6).toFixed(2)} MB: ${variant.name} ${ms(m)} (process start included)`,
+          `    ${(input.length / 1e6).toFixed(2)} MB, process start included: ${variant.name} ${ms(m)}`,
         );
       });
     });
