@@ -23,6 +23,8 @@ import type { Frame } from './protocol.ts';
 export const SOCKET_VARIABLE = 'DRIFTLESS_RENDER_SOCKET';
 /** sun_path holds 108 bytes with the terminating NUL. */
 const MAX_SOCKET_PATH_BYTES = 107;
+/** A client sends its request at once; a connection that has not within this long is closed, so none can hold a slot forever. */
+const REQUEST_DEADLINE_MS = 10_000;
 
 /** How `driftless serve` was asked to run. Frozen. */
 export interface ServeConfig {
@@ -72,6 +74,8 @@ export async function serve(config: ServeConfig, stop: AbortSignal, log: (line: 
     void handled.finally(() => active.delete(handled));
   });
   await listen(server, config.socketPath);
+  // After listening, a failure to accept one connection (EMFILE) is that connection's; the server goes on.
+  server.on('error', (error) => log(`accepting a connection failed: ${error.message}`));
   // Only this UID (the pod's two containers share it) may hand the server a render.
   await chmod(config.socketPath, 0o600);
   log(`listening on ${config.socketPath}`);
@@ -150,9 +154,14 @@ async function handleConnection(socket: Socket, stopAll: AbortSignal, log: (line
     },
   });
   const first = Promise.withResolvers<Frame>();
+  const deadline = setTimeout(() => {
+    first.reject(new ProtocolError(`no request within ${REQUEST_DEADLINE_MS / 1000} s`));
+    socket.destroy();
+  }, REQUEST_DEADLINE_MS);
   // Errors show as 'close' (which follows); without a listener they would be thrown.
   socket.on('error', () => undefined);
   socket.on('close', () => {
+    clearTimeout(deadline);
     stopThis.abort('the client closing its connection');
     first.reject(new ProtocolError('the client closed the connection before its request'));
     stdin.destroy();
@@ -170,6 +179,7 @@ async function handleConnection(socket: Socket, stopAll: AbortSignal, log: (line
     for (const frame of frames) {
       if (!gotRequest) {
         gotRequest = true;
+        clearTimeout(deadline);
         if (frame.type === FRAME.request) first.resolve(frame);
         else first.reject(new ProtocolError('the first frame is not a request'));
       } else if (frame.type === FRAME.stdinData && stdinWanted) stdin.push(frame.payload);
