@@ -31,10 +31,12 @@ USER 999:999
 # charts/driftless/argo-cd-values.yaml): every render is a new process, and without the cache each
 # strips and compiles every module again (about 0.3 s of CPU instead of 0.1 s). Node keys the cache by
 # version and UID, so it is built as 999, the sidecar's UID, by one run of each command and source
-# type; read-only at run time, which Node accepts silently.
+# type (and of generate as the render server's client, which falls back in-process when no server
+# listens); read-only at run time, which Node accepts silently.
 RUN mkdir /tmp/prime && cd /tmp/prime && export NODE_COMPILE_CACHE=/opt/driftless/node-compile-cache HOME=/tmp/prime \
     && driftless --help > /dev/null \
     && driftless generate --path /opt/driftless/examples/directory > /dev/null \
+    && DRIFTLESS_RENDER_SOCKET=/tmp/prime/no-server.sock driftless generate --path /opt/driftless/examples/directory > /dev/null \
     && driftless explain --path /opt/driftless/examples/directory > /dev/null \
     && driftless generate - < /opt/driftless/examples/directory/deployment.yaml > /dev/null \
     && driftless generate --path /opt/driftless/examples/helm > /dev/null \

@@ -14,9 +14,13 @@
  * Cold start is measured without and with Node's compile cache (bin/driftless.js
  * enables it; the image primes it for the sidecar, so only a run outside the image
  * starts without one); the others run with the cache, as the sidecar does.
+ * Each case is measured two ways, run alternately: `oneshot`, a process that renders
+ * itself, and `server`, the shipped sidecar's way, a `driftless generate` that relays to a
+ * warm `driftless serve` (bench/render-server.ts) started for the case; the server variant's
+ * CPU is the client's plus the server's over the request (helm/kustomize are its children then).
  * Nothing is asserted: timings belong in a report, not in a test.
  * Options: `--runs N` (default 9), `--keep` keeps the generated apps, `--only a,b`
- * runs some of `cold`, `stream`, `kustomize`, `charts`.
+ * runs some of `cold`, `stream`, `kustomize`, `charts`, `--mode a,b` some of `oneshot`, `server`.
  */
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -26,11 +30,18 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ensureTools } from '../test/tools.ts';
 import { writeAppChart, writeCrdChart, writeTinyChart } from './charts.ts';
+import { type RenderServer, startRenderServer } from './render-server.ts';
 
 const { values: options } = parseArgs({
-  options: { runs: { type: 'string', default: '9' }, keep: { type: 'boolean', default: false }, only: { type: 'string', default: 'cold,stream,kustomize,charts' } },
+  options: {
+    runs: { type: 'string', default: '9' },
+    keep: { type: 'boolean', default: false },
+    only: { type: 'string', default: 'cold,stream,kustomize,charts' },
+    mode: { type: 'string', default: 'oneshot,server' },
+  },
 });
 const ONLY = new Set(options.only.split(','));
+const MODES = new Set(options.mode.split(','));
 const RUNS = Math.max(1, Number(options.runs));
 const root = join(import.meta.dirname, '..');
 const cli = join(root, 'bin', 'driftless.js');
@@ -38,8 +49,10 @@ const cli = join(root, 'bin', 'driftless.js');
 interface Timed {
   /** Wall-clock milliseconds. */
   readonly ms: number;
-  /** User + system CPU milliseconds of the process and its children, when GNU time is available. */
+  /** User + system CPU milliseconds of the process and its children, when GNU time is available (the server's share included). */
   readonly cpuMs: number | undefined;
+  /** The render server's share of `cpuMs`, for a render through it. */
+  readonly serverCpuMs?: number;
 }
 
 /**
@@ -80,39 +93,39 @@ function median(values: readonly number[]): number {
 interface Measured {
   readonly ms: number;
   readonly cpuMs: number | undefined;
+  /** Median of the render server's share of the CPU, for a render through it. */
+  readonly serverCpuMs: number | undefined;
+}
+
+function summary(results: readonly Timed[]): Measured {
+  const all = (values: readonly (number | undefined)[]): number | undefined => {
+    const known = values.filter((v) => v !== undefined);
+    return known.length === results.length ? median(known) : undefined;
+  };
+  return { ms: median(results.map((r) => r.ms)), cpuMs: all(results.map((r) => r.cpuMs)), serverCpuMs: all(results.map((r) => r.serverCpuMs)) };
 }
 
 async function measure(runs: number, once: () => Promise<Timed>): Promise<Measured> {
   await once(); // warm the page cache and the filesystem, not the process: every run is a new process
   const results: Timed[] = [];
   for (let i = 0; i < runs; i++) results.push(await once());
-  const cpu = results.map((r) => r.cpuMs).filter((c) => c !== undefined);
-  return { ms: median(results.map((r) => r.ms)), cpuMs: cpu.length === results.length ? median(cpu) : undefined };
+  return summary(results);
 }
 
 /**
- * Two commands measured alternately (a, b, b, a, ...), so that a change in the
- * machine's load during the runs hits both sides of a ratio alike.
+ * Commands measured alternately (a, b, c, then c, b, a, ...), so that a change in the
+ * machine's load during the runs hits every side of a ratio alike. Each runs once first
+ * unmeasured: the page cache, and for a render server its first (cold) render.
  */
-async function measurePair(runs: number, a: () => Promise<Timed>, b: () => Promise<Timed>): Promise<[Measured, Measured]> {
-  await a();
-  await b();
-  const as: Timed[] = [];
-  const bs: Timed[] = [];
+async function measureAlternately(runs: number, commands: readonly (() => Promise<Timed>)[]): Promise<Measured[]> {
+  for (const command of commands) await command();
+  const results: Timed[][] = commands.map(() => []);
   for (let i = 0; i < runs; i++) {
-    if (i % 2 === 0) {
-      as.push(await a());
-      bs.push(await b());
-    } else {
-      bs.push(await b());
-      as.push(await a());
-    }
+    const order = commands.map((_, index) => index);
+    if (i % 2 === 1) order.reverse();
+    for (const index of order) results[index]?.push(await (commands[index] as () => Promise<Timed>)());
   }
-  const summary = (results: readonly Timed[]): Measured => {
-    const cpu = results.map((r) => r.cpuMs).filter((c) => c !== undefined);
-    return { ms: median(results.map((r) => r.ms)), cpuMs: cpu.length === results.length ? median(cpu) : undefined };
-  };
-  return [summary(as), summary(bs)];
+  return results.map(summary);
 }
 
 /** One app's worth of objects: settings, credentials, a Deployment using both, a Service, a PDB. */
@@ -278,49 +291,103 @@ try {
   );
 
   const ratio = (a: number | undefined, b: number | undefined): number | undefined => (a === undefined || b === undefined ? undefined : a / b);
-  const ms = (m: Measured): string => `${m.ms.toFixed(0)} ms wall${m.cpuMs === undefined ? '' : `, ${m.cpuMs.toFixed(0)} ms CPU`}`;
+  const ms = (m: Measured): string =>
+    `${m.ms.toFixed(0)} ms wall${m.cpuMs === undefined ? '' : `, ${m.cpuMs.toFixed(0)} ms CPU`}` +
+    (m.serverCpuMs === undefined ? '' : ` (the server's ${m.serverCpuMs.toFixed(0)} ms of it)`);
   const lines: string[] = ['', header()];
   const sidecarEnv = { ...env, NODE_COMPILE_CACHE: join(work, 'node-compile-cache') };
+
+  /** Runs a case with a render server of its own (when `--mode` has `server`), stopped after it, failed or not. */
+  const withServer = async (use: (server: RenderServer | undefined) => Promise<void>): Promise<void> => {
+    if (!MODES.has('server')) return use(undefined);
+    const server = await startRenderServer(node, cli, join(work, 'render.sock'), sidecarEnv);
+    try {
+      await use(server);
+    } finally {
+      await server.stop();
+    }
+  };
+
+  /** A way of running `driftless generate`, with its row label and the name in the detail line. */
+  interface Variant {
+    readonly label: string;
+    readonly name: string;
+    readonly run: () => Promise<Timed>;
+  }
+
+  /**
+   * `driftless generate <args>` as the modes ask: a process that renders itself (the sidecar's compile
+   * cache warm), and a client of `server`, whose CPU over the request is added to the client's.
+   */
+  const generateVariants = (server: RenderServer | undefined, label: string, args: readonly string[], input?: Buffer, cwd?: string): Variant[] => {
+    const variants: Variant[] = [];
+    if (MODES.has('oneshot')) variants.push({ label, name: 'generate', run: () => timed(node, [cli, 'generate', ...args], sidecarEnv, input, cwd) });
+    if (server) {
+      const clientEnv = { ...sidecarEnv, DRIFTLESS_RENDER_SOCKET: server.socket };
+      const run = async (): Promise<Timed> => {
+        const { result, serverCpuMs } = await server.served(() => timed(node, [cli, 'generate', ...args], clientEnv, input, cwd));
+        return { ms: result.ms, cpuMs: result.cpuMs === undefined ? undefined : result.cpuMs + serverCpuMs, serverCpuMs };
+      };
+      variants.push({ label: MODES.has('oneshot') ? '  via the render server' : `${label}, render server`, name: 'generate via the server', run });
+    }
+    return variants;
+  };
 
   if (ONLY.has('cold')) {
     // 1. Cold start on a tiny app.
     const tiny = join(root, 'examples', 'directory');
     const nodeBaseline = await measure(RUNS, () => timed(node, ['-e', ''], env));
-    // bin/driftless.js enables Node's compile cache; a run outside the image (no primed cache) starts without it.
-    const cold = await measure(RUNS, () => timed(node, [cli, 'generate', '--path', tiny], { ...env, NODE_DISABLE_COMPILE_CACHE: '1' }));
-    // The sidecar's cache is primed in the image (Dockerfile, NODE_COMPILE_CACHE in manifests/plugin): every render.
-    const coldCached = await measure(RUNS, () => timed(node, [cli, 'generate', '--path', tiny], sidecarEnv));
-    lines.push(
-      row('cold start, tiny app, no compile cache (ms)', cold.ms, cold.cpuMs, (v) => v < 150, '< 150', 0),
-      row('  with the compile cache (primed in the image)', coldCached.ms, coldCached.cpuMs, (v) => v < 150, '< 150', 0),
-      `    node -e '' alone: ${ms(nodeBaseline)}`,
-    );
+    await withServer(async (server) => {
+      const variants: Variant[] = [
+        // bin/driftless.js enables Node's compile cache; a run outside the image (no primed cache) starts without it.
+        ...(MODES.has('oneshot')
+          ? [{ label: 'cold start, tiny app, no compile cache (ms)', name: 'no cache', run: () => timed(node, [cli, 'generate', '--path', tiny], { ...env, NODE_DISABLE_COMPILE_CACHE: '1' }) }]
+          : []),
+        // The sidecar's cache is primed in the image (Dockerfile, NODE_COMPILE_CACHE in manifests/plugin): every render.
+        ...generateVariants(server, '  with the compile cache (primed in the image)', ['--path', tiny]),
+      ];
+      const measured = await measureAlternately(RUNS, variants.map((v) => v.run));
+      variants.forEach((variant, i) => {
+        const m = measured[i] as Measured;
+        lines.push(row(variant.label, m.ms, m.cpuMs, (v) => v < 150, '< 150', 0));
+        if (m.serverCpuMs !== undefined) lines.push(`    ${ms(m)}`);
+      });
+      lines.push(`    node -e '' alone: ${ms(nodeBaseline)}`);
+    });
   }
 
   if (ONLY.has('stream')) {
     // 2. Throughput on a 5,000-document stream through stdin.
     const input = stream(5000);
-    const streamed = await measure(RUNS, () => timed(node, [cli, 'generate', '-'], sidecarEnv, input));
     const mbPerS = (t: number): number => input.length / 1e6 / (t / 1000);
-    lines.push(
-      row('throughput, 5,000 docs on stdin (MB/s)', mbPerS(streamed.ms), streamed.cpuMs === undefined ? undefined : mbPerS(streamed.cpuMs), (v) => v >= 20, '>= 20', 1),
-      `    ${(input.length / 1e6).toFixed(2)} MB: ${ms(streamed)} (process start included)`,
-    );
+    await withServer(async (server) => {
+      const variants = generateVariants(server, 'throughput, 5,000 docs on stdin (MB/s)', ['-'], input);
+      const measured = await measureAlternately(RUNS, variants.map((v) => v.run));
+      variants.forEach((variant, i) => {
+        const m = measured[i] as Measured;
+        lines.push(
+          row(variant.label, mbPerS(m.ms), m.cpuMs === undefined ? undefined : mbPerS(m.cpuMs), (v) => v >= 20, '>= 20', 1),
+          `    ${(input.length / 1e6).toFixed(2)} MB, process start included: ${variant.name} ${ms(m)}`,
+        );
+      });
+    });
   }
 
   if (ONLY.has('kustomize')) {
     // 3. A 1,000-document Kustomize app, against kustomize build alone.
     const app = join(work, 'kustomize-app');
     await writeKustomizeApp(app, 1000);
-    const [kustomize, generate] = await measurePair(
-      RUNS,
-      () => timed(tools.kustomize, ['build', app], env),
-      () => timed(node, [cli, 'generate', '--source-type', 'kustomize', '--path', app], sidecarEnv),
-    );
-    lines.push(
-      row('1,000-doc Kustomize app / kustomize build', ratio(generate.ms, kustomize.ms) as number, ratio(generate.cpuMs, kustomize.cpuMs), (v) => v <= 1.1, '<= 1.10', 3),
-      `    generate ${ms(generate)}; kustomize build ${ms(kustomize)}`,
-    );
+    await withServer(async (server) => {
+      const variants = generateVariants(server, '1,000-doc Kustomize app / kustomize build', ['--source-type', 'kustomize', '--path', app]);
+      const [kustomize, ...generated] = (await measureAlternately(RUNS, [() => timed(tools.kustomize, ['build', app], env), ...variants.map((v) => v.run)])) as [Measured, ...Measured[]];
+      variants.forEach((variant, i) => {
+        const m = generated[i] as Measured;
+        lines.push(
+          row(variant.label, ratio(m.ms, kustomize.ms) as number, ratio(m.cpuMs, kustomize.cpuMs), (v) => v <= 1.1, '<= 1.10', 3),
+          `    ${variant.name} ${ms(m)}; kustomize build ${ms(kustomize)}`,
+        );
+      });
+    });
   }
 
   if (ONLY.has('charts')) {
@@ -334,21 +401,26 @@ try {
       const dir = join(work, name);
       await write(dir);
       const helmArgs = ['template', 'bench', '.', '--include-crds', '--namespace=shop'];
-      const helmTemplate = (): Promise<Timed> => timed(tools.helm, helmArgs, env, undefined, dir);
-      const [helm, generate] = await measurePair(
-        RUNS,
-        helmTemplate,
-        () => timed(node, [cli, 'generate', '--source-type', 'helm', '--path', dir, '--namespace', 'shop'], sidecarEnv),
-      );
       const bytes = (await renderedBytes(tools.helm, helmArgs, env, dir)) / 1e6;
-      lines.push(
-        row(`${label} / helm template`, ratio(generate.ms, helm.ms) as number, ratio(generate.cpuMs, helm.cpuMs), (v) => v <= 1.5, '<= 1.50', 3),
-        `    ${bytes.toFixed(2)} MB rendered: generate ${ms(generate)}; helm template ${ms(helm)}`,
-      );
-      if (name === 'tiny-chart') {
-        const overheadCpu = generate.cpuMs === undefined || helm.cpuMs === undefined ? undefined : generate.cpuMs - helm.cpuMs;
-        lines.push(row('  fixed overhead, generate - helm template (ms)', generate.ms - helm.ms, overheadCpu, (v) => v <= 60, '<= 60', 0));
-      }
+      await withServer(async (server) => {
+        const variants = generateVariants(server, `${label} / helm template`, ['--source-type', 'helm', '--path', dir, '--namespace', 'shop']);
+        const [helm, ...generated] = (await measureAlternately(RUNS, [() => timed(tools.helm, helmArgs, env, undefined, dir), ...variants.map((v) => v.run)])) as [Measured, ...Measured[]];
+        variants.forEach((variant, i) => {
+          const m = generated[i] as Measured;
+          lines.push(
+            row(variant.label, ratio(m.ms, helm.ms) as number, ratio(m.cpuMs, helm.cpuMs), (v) => v <= 1.5, '<= 1.50', 3),
+            `    ${bytes.toFixed(2)} MB rendered: ${variant.name} ${ms(m)}; helm template ${ms(helm)}`,
+          );
+        });
+        if (name === 'tiny-chart') {
+          variants.forEach((variant, i) => {
+            const m = generated[i] as Measured;
+            const overheadCpu = m.cpuMs === undefined || helm.cpuMs === undefined ? undefined : m.cpuMs - helm.cpuMs;
+            const overheadLabel = variant.name === 'generate' ? '  fixed overhead, generate - helm template (ms)' : '  fixed overhead via the render server (ms)';
+            lines.push(row(overheadLabel, m.ms - helm.ms, overheadCpu, (v) => v <= 60, '<= 60', 0));
+          });
+        }
+      });
     }
   }
 

@@ -30,11 +30,11 @@ export interface Migration {
 }
 
 /** The command: reads the file (or stdin for `-`) named in the config and prints the migrated stream. */
-export async function migrateAppCommand(config: PluginConfig): Promise<CommandResult> {
+export async function migrateAppCommand(config: PluginConfig, stdin: AsyncIterable<Buffer | string>): Promise<CommandResult> {
   const label = config.migrateInput === '-' ? '<stdin>' : config.migrateInput;
   let text: string;
   try {
-    text = config.migrateInput === '-' ? await readStdin() : await readFile(config.migrateInput, 'utf8');
+    text = config.migrateInput === '-' ? await readStdin(stdin) : await readFile(config.migrateInput, 'utf8');
   } catch (error) {
     throw new UsageError(`cannot read ${label}: ${(error as Error).message}`, { cause: error });
   }
@@ -42,9 +42,9 @@ export async function migrateAppCommand(config: PluginConfig): Promise<CommandRe
   return { stdout, stderr: notes };
 }
 
-async function readStdin(): Promise<string> {
+async function readStdin(stdin: AsyncIterable<Buffer | string>): Promise<string> {
   const chunks: Buffer[] = [];
-  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  for await (const chunk of stdin) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
   return Buffer.concat(chunks).toString('utf8');
 }
 

@@ -74,6 +74,15 @@ export interface EditedCopy {
 }
 
 /**
+ * The temporary directory of the render's environment, as `os.tmpdir()` picks it from a process's own
+ * (TMPDIR, else the system's): the render server runs each request with the request's environment.
+ */
+function temporaryDirectory(environment: Readonly<Record<string, string | undefined>>): string {
+  const given = environment['TMPDIR'];
+  return given === undefined || given === '' ? tmpdir() : given.replace(/(.)\/+$/, '$1');
+}
+
+/**
  * Copies the tree the app lives in (so `../base` and components still resolve), applies the overrides
  * there, and returns the copied app directory. The tree is the repository root when Argo CD gave one
  * (ARGOCD_APP_SOURCE_PATH), else, on a laptop, the enclosing Git checkout (without `.git`), else the app.
@@ -82,7 +91,7 @@ export async function editedCopy(config: PluginConfig, signal: AbortSignal, reda
   // Checked before anything is copied: a bad parameter is a usage error, not a half-done render.
   const patches = parsePatches(config);
   const root = await copyRoot(config);
-  const temp = await mkdtemp(path.join(tmpdir(), 'driftless-kustomize-'));
+  const temp = await mkdtemp(path.join(temporaryDirectory(config.environment), 'driftless-kustomize-'));
   const dispose = (): Promise<void> => rm(temp, { recursive: true, force: true });
   try {
     const copyOfRoot = path.join(temp, 'repo');

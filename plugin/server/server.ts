@@ -1,0 +1,216 @@
+/**
+ * `driftless serve`: the render server. Argo CD's cmp-server starts a new
+ * `driftless generate` for every render, and most of a small render's time is
+ * that process's start — Node's own, loading the modules, and running them
+ * cold before the JIT has seen them. The server is one warm process in its own
+ * container of the repo-server pod; `generate` hands it the request (server/client.ts)
+ * and relays the answer. Each request runs `invoke`, exactly as a process would:
+ * its own argv, environment, working directory, time budget and renderers;
+ * nothing is kept from one request to the next (ADR 0015).
+ */
+import { lstat, mkdir, chmod, unlink } from 'node:fs/promises';
+import { connect, createServer } from 'node:net';
+import type { Server, Socket } from 'node:net';
+import { dirname, isAbsolute } from 'node:path';
+import { Readable } from 'node:stream';
+import { UsageError } from '../errors.ts';
+import { invoke } from '../invoke.ts';
+import type { InvocationIo } from '../invoke.ts';
+import { decodeRequest, encodeChunked, encodeFrame, FRAME, FrameReader, ProtocolError } from './protocol.ts';
+import type { Frame } from './protocol.ts';
+
+/** The variable that names the socket, for the server and (in the cmp-server's container) for `generate`. */
+export const SOCKET_VARIABLE = 'DRIFTLESS_RENDER_SOCKET';
+/** sun_path holds 108 bytes with the terminating NUL. */
+const MAX_SOCKET_PATH_BYTES = 107;
+/** A client sends its request at once; a connection that has not within this long is closed, so none can hold a slot forever. */
+const REQUEST_DEADLINE_MS = 10_000;
+
+/** How `driftless serve` was asked to run. Frozen. */
+export interface ServeConfig {
+  readonly socketPath: string;
+}
+
+/** The server could not start listening. Exit 1. */
+export class ServerStartError extends Error {
+  override readonly name = 'ServerStartError';
+}
+
+/** Parses `driftless serve [--socket PATH]` (else DRIFTLESS_RENDER_SOCKET). Throws UsageError. */
+export function parseServeConfig(argv: readonly string[], env: Readonly<Record<string, string | undefined>>): ServeConfig {
+  let socketPath: string | undefined;
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] as string;
+    if (arg === '--socket') {
+      socketPath = argv[++i];
+      if (socketPath === undefined) throw new UsageError('serve: --socket needs a path');
+    } else if (arg.startsWith('--socket=')) {
+      socketPath = arg.slice('--socket='.length);
+    } else {
+      throw new UsageError(`serve: unknown argument ${JSON.stringify(arg)}: expected --socket PATH (see driftless --help)`);
+    }
+  }
+  socketPath ??= env[SOCKET_VARIABLE];
+  if (socketPath === undefined || socketPath === '') throw new UsageError(`serve: no socket: pass --socket PATH or set ${SOCKET_VARIABLE}`);
+  if (!isAbsolute(socketPath)) throw new UsageError(`serve: the socket path ${JSON.stringify(socketPath)} is not absolute`);
+  if (Buffer.byteLength(socketPath) > MAX_SOCKET_PATH_BYTES) {
+    throw new UsageError(`serve: the socket path ${JSON.stringify(socketPath)} is over the ${MAX_SOCKET_PATH_BYTES} bytes a unix socket path may have`);
+  }
+  return Object.freeze({ socketPath });
+}
+
+/**
+ * Listens on the socket until `stop` aborts, then stops accepting, stops the
+ * renders under way (as a SIGTERM stops a process's), waits for their answers
+ * and removes the socket. Rejects with ServerStartError when it cannot listen.
+ */
+export async function serve(config: ServeConfig, stop: AbortSignal, log: (line: string) => void): Promise<void> {
+  await prepareSocketPath(config.socketPath);
+  const active = new Set<Promise<void>>();
+  const stopRequests = new AbortController();
+  const server = createServer((socket) => {
+    const handled = handleConnection(socket, stopRequests.signal, log);
+    active.add(handled);
+    void handled.finally(() => active.delete(handled));
+  });
+  await listen(server, config.socketPath);
+  // After listening, a failure to accept one connection (EMFILE) is that connection's; the server goes on.
+  server.on('error', (error) => log(`accepting a connection failed: ${error.message}`));
+  // Only this UID (the pod's two containers share it) may hand the server a render.
+  await chmod(config.socketPath, 0o600);
+  log(`listening on ${config.socketPath}`);
+  await new Promise<void>((resolve) => {
+    if (stop.aborted) resolve();
+    else stop.addEventListener('abort', () => resolve(), { once: true });
+  });
+  server.close();
+  stopRequests.abort(String(stop.reason));
+  await Promise.all(active);
+  await unlink(config.socketPath).catch(() => undefined);
+  log('stopped');
+}
+
+/** Creates the socket's directory and removes a socket left by a server that is gone; refuses anything else at the path. */
+async function prepareSocketPath(socketPath: string): Promise<void> {
+  await mkdir(dirname(socketPath), { recursive: true, mode: 0o700 });
+  const existing = await lstat(socketPath).catch((error: unknown) => {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw new ServerStartError(`cannot inspect ${socketPath}: ${(error as Error).message}`, { cause: error });
+  });
+  if (existing === undefined) return;
+  if (!existing.isSocket()) throw new ServerStartError(`${socketPath} exists and is not a socket; refusing to replace it`);
+  if (await accepts(socketPath)) throw new ServerStartError(`another render server is listening on ${socketPath}`);
+  await unlink(socketPath);
+}
+
+function accepts(socketPath: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = connect(socketPath);
+    probe.once('connect', () => {
+      probe.destroy();
+      resolve(true);
+    });
+    probe.once('error', () => resolve(false));
+  });
+}
+
+function listen(server: Server, socketPath: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', (error) => reject(new ServerStartError(`cannot listen on ${socketPath}: ${error.message}`, { cause: error })));
+    server.listen(socketPath, () => resolve());
+  });
+}
+
+function send(socket: Socket, frames: readonly Buffer[]): Promise<void> {
+  if (frames.length === 0) return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    if (socket.destroyed) {
+      reject(new Error('the client has gone'));
+      return;
+    }
+    for (let i = 0; i < frames.length - 1; i++) socket.write(frames[i] as Buffer);
+    socket.write(frames[frames.length - 1] as Buffer, (error) => (error ? reject(error) : resolve()));
+  });
+}
+
+/**
+ * One request: read the request frame, run it, answer with stderr, stdout and
+ * the exit code. A client that goes away stops its render; a broken request is
+ * answered with a message and exit code 1. Never rejects: one request cannot
+ * take the server down.
+ */
+async function handleConnection(socket: Socket, stopAll: AbortSignal, log: (line: string) => void): Promise<void> {
+  const reader = new FrameReader();
+  const stopThis = new AbortController();
+  const onStopAll = (): void => stopThis.abort(stopAll.reason);
+  stopAll.addEventListener('abort', onStopAll, { once: true });
+  let stdinWanted = false;
+  const stdin = new Readable({
+    read() {
+      // Asked for only when the render reads stdin (`generate -`), as a process reads it only then.
+      if (stdinWanted) return;
+      stdinWanted = true;
+      send(socket, encodeFrame(FRAME.stdinWanted)).catch(() => undefined);
+    },
+  });
+  const first = Promise.withResolvers<Frame>();
+  const deadline = setTimeout(() => {
+    first.reject(new ProtocolError(`no request within ${REQUEST_DEADLINE_MS / 1000} s`));
+    socket.destroy();
+  }, REQUEST_DEADLINE_MS);
+  // Errors show as 'close' (which follows); without a listener they would be thrown.
+  socket.on('error', () => undefined);
+  socket.on('close', () => {
+    clearTimeout(deadline);
+    stopThis.abort('the client closing its connection');
+    first.reject(new ProtocolError('the client closed the connection before its request'));
+    stdin.destroy();
+  });
+  let gotRequest = false;
+  socket.on('data', (chunk: Buffer) => {
+    let frames: Frame[];
+    try {
+      frames = reader.push(chunk);
+    } catch (error) {
+      first.reject(error);
+      socket.destroy();
+      return;
+    }
+    for (const frame of frames) {
+      if (!gotRequest) {
+        gotRequest = true;
+        clearTimeout(deadline);
+        if (frame.type === FRAME.request) first.resolve(frame);
+        else first.reject(new ProtocolError('the first frame is not a request'));
+      } else if (frame.type === FRAME.stdinData && stdinWanted) stdin.push(frame.payload);
+      else if (frame.type === FRAME.stdinEnd && stdinWanted) stdin.push(null);
+      else if (frame.type === FRAME.stop) stopThis.abort(frame.payload.toString('utf8'));
+      else {
+        first.reject(new ProtocolError(`unexpected frame type ${frame.type}`));
+        socket.destroy();
+      }
+    }
+  });
+
+  const started = performance.now();
+  try {
+    const request = decodeRequest((await first.promise).payload);
+    const io: InvocationIo = {
+      stdin,
+      writeStdout: (text) => send(socket, encodeChunked(FRAME.stdout, text)),
+      writeStderr: (text) => send(socket, encodeChunked(FRAME.stderr, text)),
+    };
+    const code = await invoke(request, io, stopThis.signal);
+    log(`${request.argv[0] ?? '(no command)'} exit ${code} in ${Math.round(performance.now() - started)} ms`);
+    if (!socket.destroyed) socket.end(Buffer.concat(encodeFrame(FRAME.exit, String(code))));
+  } catch (error) {
+    // Only a broken request gets here (invoke never rejects); its message names no value.
+    const message = error instanceof Error ? error.message : String(error);
+    log(`request refused: ${message}`);
+    if (!socket.destroyed) {
+      socket.end(Buffer.concat([...encodeFrame(FRAME.stderr, `driftless: render server: ${message}\n`), ...encodeFrame(FRAME.exit, '1')]));
+    }
+  } finally {
+    stopAll.removeEventListener('abort', onStopAll);
+  }
+}
