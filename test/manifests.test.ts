@@ -14,6 +14,7 @@ import assert from 'node:assert/strict';
 import { promisify } from 'node:util';
 import { parse, parseAllDocuments } from 'yaml';
 import { PARAMETERS } from '../plugin/parameters.ts';
+import { SOCKET_VARIABLE } from '../plugin/server/server.ts';
 import { ensureTools } from './tools.ts';
 
 const run = promisify(execFile);
@@ -196,7 +197,7 @@ describe('manifests/plugin component on an Argo CD install', () => {
 
   it('sets only DRIFTLESS_* variables that the plugin reads', () => {
     // The render socket is no parameter: `driftless generate` reads it to pick the server.
-    const read = new Set([...PARAMETERS.flatMap((p) => p.env), 'DRIFTLESS_RENDER_SOCKET']);
+    const read = new Set([...PARAMETERS.flatMap((p) => p.env), SOCKET_VARIABLE]);
     const set = (sidecar()['env'] as Json[]).map((e) => e['name'] as string).filter((n) => n.startsWith('DRIFTLESS_'));
     assert.ok(set.length >= 2);
     for (const name of set) assert.ok(read.has(name), `${name} is read by plugin/parameters.ts`);
@@ -224,8 +225,9 @@ describe('manifests/plugin component on an Argo CD install', () => {
   });
 
   it('has both containers agree on DRIFTLESS_RENDER_SOCKET, on the /tmp they share', () => {
-    const socket = env('DRIFTLESS_RENDER_SOCKET');
-    assert.equal(env('DRIFTLESS_RENDER_SOCKET', renderServer()), socket);
+    assert.equal(SOCKET_VARIABLE, 'DRIFTLESS_RENDER_SOCKET');
+    const socket = env(SOCKET_VARIABLE);
+    assert.equal(env(SOCKET_VARIABLE, renderServer()), socket);
     assert.ok(socket.startsWith('/tmp/') && !(socket + '/').startsWith('/tmp/_cmp_server/'), 'on /tmp, outside what the cmp-server wipes');
   });
 
