@@ -1,7 +1,8 @@
 /**
  * manifests/plugin: plugin.yaml agrees with the parameter table, the Kustomize
  * component builds with the real kustomize on top of an Argo CD install and adds a
- * sidecar that satisfies Argo CD's CMP contract, and the example Application
+ * sidecar that satisfies Argo CD's CMP contract beside the render server it hands
+ * renders to, and the example Application
  * names the plugin and its parameters correctly.
  */
 import { execFile } from 'node:child_process';
@@ -13,6 +14,7 @@ import assert from 'node:assert/strict';
 import { promisify } from 'node:util';
 import { parse, parseAllDocuments } from 'yaml';
 import { PARAMETERS } from '../plugin/parameters.ts';
+import { SOCKET_VARIABLE } from '../plugin/server/server.ts';
 import { ensureTools } from './tools.ts';
 
 const run = promisify(execFile);
@@ -95,11 +97,13 @@ describe('manifests/plugin component on an Argo CD install', () => {
     return found[0] as Json;
   };
   const podSpec = (): Json => deployment()['spec'].template.spec as Json;
-  const sidecar = (): Json => {
-    const found = (podSpec()['containers'] as Json[]).filter((c) => c['name'] === 'driftless');
-    assert.equal(found.length, 1, 'exactly one driftless container');
+  const containerNamed = (name: string): Json => {
+    const found = (podSpec()['containers'] as Json[]).filter((c) => c['name'] === name);
+    assert.equal(found.length, 1, `exactly one ${name} container`);
     return found[0] as Json;
   };
+  const sidecar = (): Json => containerNamed('driftless');
+  const renderServer = (): Json => containerNamed('driftless-render-server');
   const volume = (name: string): Json => {
     const found = (podSpec()['volumes'] as Json[]).filter((v) => v['name'] === name);
     assert.equal(found.length, 1, `exactly one volume ${name}`);
@@ -110,8 +114,8 @@ describe('manifests/plugin component on an Argo CD install', () => {
     assert.equal(found.length, 1, `exactly one mount at ${path}`);
     return found[0] as Json;
   };
-  const env = (name: string): string => {
-    const found = (sidecar()['env'] as Json[]).filter((e) => e['name'] === name);
+  const env = (name: string, container: Json = sidecar()): string => {
+    const found = (container['env'] as Json[]).filter((e) => e['name'] === name);
     assert.equal(found.length, 1, `exactly one env ${name}`);
     return (found[0] as Json)['value'] as string;
   };
@@ -122,7 +126,7 @@ describe('manifests/plugin component on an Argo CD install', () => {
     assert.deepEqual(patched['initContainers'], original['initContainers']);
     assert.deepEqual((patched['containers'] as Json[]).find((c) => c['name'] === 'argocd-repo-server'), original['containers'][0]);
     for (const v of original['volumes'] as Json[]) assert.deepEqual(volume(v['name']), v);
-    assert.equal((patched['containers'] as Json[]).length, 2);
+    assert.equal((patched['containers'] as Json[]).length, 3);
   });
 
   it('runs Argo CD\'s cmp-server as UID 999, non-root, on a read-only root filesystem', () => {
@@ -192,7 +196,8 @@ describe('manifests/plugin component on an Argo CD install', () => {
   });
 
   it('sets only DRIFTLESS_* variables that the plugin reads', () => {
-    const read = new Set(PARAMETERS.flatMap((p) => p.env));
+    // The render socket is no parameter: `driftless generate` reads it to pick the server.
+    const read = new Set([...PARAMETERS.flatMap((p) => p.env), SOCKET_VARIABLE]);
     const set = (sidecar()['env'] as Json[]).map((e) => e['name'] as string).filter((n) => n.startsWith('DRIFTLESS_'));
     assert.ok(set.length >= 2);
     for (const name of set) assert.ok(read.has(name), `${name} is read by plugin/parameters.ts`);
@@ -200,7 +205,45 @@ describe('manifests/plugin component on an Argo CD install', () => {
 
   it('mounts only volumes that exist in the pod', () => {
     const names = new Set((podSpec()['volumes'] as Json[]).map((v) => v['name']));
-    for (const m of sidecar()['volumeMounts'] as Json[]) assert.ok(names.has(m['name']), `volume ${m['name']} exists`);
+    for (const c of [sidecar(), renderServer()]) {
+      for (const m of c['volumeMounts'] as Json[]) assert.ok(names.has(m['name']), `${c['name']}: volume ${m['name']} exists`);
+    }
+  });
+
+  it('runs the render server as `driftless serve` from the same image, as UID 999 on a read-only root filesystem', () => {
+    const c = renderServer();
+    assert.deepEqual(c['command'], ['driftless', 'serve']);
+    assert.equal(c['args'], undefined);
+    assert.equal(c['image'], sidecar()['image']);
+    assert.equal(c['imagePullPolicy'], sidecar()['imagePullPolicy']);
+    // The files it writes (the socket, helm's caches for the requests) must be the cmp-server's user's.
+    assert.deepEqual(c['securityContext'], sidecar()['securityContext']);
+    assert.equal(c['securityContext'].runAsUser, 999);
+    assert.equal(c['securityContext'].readOnlyRootFilesystem, true);
+    assert.ok(c['resources']?.requests?.cpu && c['resources']?.requests?.memory, 'requests are set');
+    assert.ok(c['resources']?.limits?.memory, 'its memory is limited on its own');
+  });
+
+  it('has both containers agree on DRIFTLESS_RENDER_SOCKET, on the /tmp they share', () => {
+    assert.equal(SOCKET_VARIABLE, 'DRIFTLESS_RENDER_SOCKET');
+    const socket = env(SOCKET_VARIABLE);
+    assert.equal(env(SOCKET_VARIABLE, renderServer()), socket);
+    assert.ok(socket.startsWith('/tmp/') && !(socket + '/').startsWith('/tmp/_cmp_server/'), 'on /tmp, outside what the cmp-server wipes');
+  });
+
+  it('mounts /tmp and the hash key in the render server at the cmp container\'s paths, as it reads them by the request\'s paths', () => {
+    const mounts = (c: Json): Json[] => c['volumeMounts'] as Json[];
+    const keyFile = env('DRIFTLESS_HASH_KEY_FILE');
+    const keyMount = mounts(sidecar()).find((m) => keyFile.startsWith(`${m['mountPath']}/`)) as Json;
+    for (const wanted of [mountAt('/tmp'), keyMount]) {
+      const found = mounts(renderServer()).filter((m) => m['mountPath'] === wanted['mountPath']);
+      assert.deepEqual(found, [wanted], `the render server mounts ${wanted['name']} at ${wanted['mountPath']} as the cmp container does`);
+    }
+    assert.deepEqual(mounts(renderServer()).map((m) => m['name'] as string).sort((a, b) => a.localeCompare(b)), ['driftless-hash-key', 'driftless-tmp'], 'and nothing else of the pod');
+  });
+
+  it('points the render server\'s NODE_COMPILE_CACHE at the cmp container\'s primed cache', () => {
+    assert.equal(env('NODE_COMPILE_CACHE', renderServer()), env('NODE_COMPILE_CACHE'));
   });
 });
 

@@ -1,8 +1,8 @@
 /**
  * The Driftless plugin under the real Argo CD: Applications with
  * `plugin: {name: driftless-v1}` rendered by argocd-cmp-server from the shipped
- * manifests/plugin/, synced by the real application controller into the test
- * cluster (kwok runs the pods). The Rollout in the Kustomize example needs the
+ * manifests/plugin/ (its renders done by the shipped render server), synced by
+ * the real application controller into the test cluster (kwok runs the pods). The Rollout in the Kustomize example needs the
  * Argo Rollouts controller to become Healthy.
  */
 import assert from 'node:assert/strict';
@@ -74,6 +74,8 @@ async function commitAndRefresh(
 fixture.test('the directory example syncs through the plugin to Synced/Healthy with the hash in its Deployment', async ({ cluster, argocd, namespace }) => {
   const app = await commitExample(argocd, `${namespace}-directory`, 'directory');
   await syncAndCheckHashes(argocd, cluster.admin, app, `${namespace}-directory`, namespace);
+  // Only the cmp-server's `driftless generate` knows the socket (renderLocally renders in-process).
+  assert.match(await argocd.renderServerLog(), /^driftless serve: generate exit 0 in \d+ ms$/m, 'the renders went through the render server');
 });
 
 fixture.test('the Kustomize example (StatefulSet and Rollout) syncs through the plugin with the hash in both', async ({ cluster, argocd, namespace }) => {

@@ -31,6 +31,19 @@ describe('sidecarFromPatch', () => {
     assert.equal(sidecar.localPath('/home/argocd/cmp-server/plugins'), '/local/plugins');
   });
 
+  it('maps the shipped render server through the same volumes, to the socket and key paths the sidecar names', async () => {
+    const sidecar = await sidecarFromPatch(shippedPatch, 'driftless', volumes, { '/opt/driftless': '/local/image' });
+    const server = await sidecarFromPatch(shippedPatch, 'driftless-render-server', volumes, { '/opt/driftless': '/local/image' });
+    assert.equal(server.command, 'driftless', 'looked up on PATH, as in the image');
+    assert.deepEqual(server.args, ['serve']);
+    assert.equal(server.env['DRIFTLESS_RENDER_SOCKET'], '/local/tmp/driftless/render.sock');
+    assert.equal(server.env['DRIFTLESS_RENDER_SOCKET'], sidecar.env['DRIFTLESS_RENDER_SOCKET']);
+    assert.equal(server.env['TMPDIR'], sidecar.env['TMPDIR']);
+    assert.equal(server.env['NODE_COMPILE_CACHE'], sidecar.env['NODE_COMPILE_CACHE']);
+    // The app directories and the key, which the server reads by the request's paths.
+    for (const path of ['/tmp/_cmp_server/app', '/etc/driftless/hash-key/key']) assert.equal(server.localPath(path), sidecar.localPath(path));
+  });
+
   const scratch = mkdtemp(join(tmpdir(), 'driftless-sidecar-test-'));
   after(async () => rm(await scratch, { recursive: true, force: true }));
 

@@ -1,8 +1,10 @@
 /**
- * The Driftless sidecar as the shipped `manifests/plugin/argocd-repo-server.patch.yaml`
- * defines it, translated from container paths to local directories: its
- * command, args and env are read from the patch (never restated here), and
- * every container path they mention is mapped through the volume it lives on.
+ * A Driftless sidecar container (the cmp-server's or the render server's) as the
+ * shipped `manifests/plugin/argocd-repo-server.patch.yaml` defines it, translated
+ * from container paths to local directories: its command, args and env are read
+ * from the patch (never restated here), and every container path they mention is
+ * mapped through the volume it lives on. A bare command (`driftless`) is looked
+ * up on PATH, as in the image.
  * A mount the harness does not know, or a path on no mount, is an error, so a
  * change to the patch cannot silently diverge from what the tests run.
  */
@@ -20,6 +22,7 @@ export class SidecarPatchError extends Error {
 
 /** How to start the sidecar locally. */
 export interface SidecarProcess {
+  /** A local path, or a bare name to look up on PATH (as the image's PATH would). */
   readonly command: string;
   readonly args: readonly string[];
   /** The patch's env with paths mapped, plus TMPDIR for the container's /tmp. */
@@ -92,7 +95,7 @@ export async function sidecarFromPatch(
     env[variable.name] = mapValue(variable.value);
   }
   return {
-    command: localPath(container.command[0]),
+    command: mapValue(container.command[0]),
     args: [...container.command.slice(1), ...(container.args ?? [])].map(mapValue),
     env,
     localPath,

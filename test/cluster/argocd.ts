@@ -1,9 +1,10 @@
 /**
  * The real Argo CD (v3.6, built from its Go module) on a running test cluster:
  * an in-memory Redis, argocd-repo-server, argocd-application-controller, and
- * the Driftless sidecar exactly as `manifests/plugin/` installs it —
- * argocd-cmp-server reading the shipped `plugin.yaml`, with the command, args
- * and environment of the shipped sidecar patch (see `argocd-sidecar.ts`).
+ * the Driftless sidecars exactly as `manifests/plugin/` installs them —
+ * argocd-cmp-server reading the shipped `plugin.yaml`, and the render server
+ * its `driftless generate` hands renders to, each with the command, args and
+ * environment of its container in the shipped patch (see `argocd-sidecar.ts`).
  *
  * Separate from `startCluster`, so that only the test files that need Argo CD
  * pay for it. Everything listens on 127.0.0.1 except the application
@@ -11,7 +12,7 @@
  * port, picked per start).
  */
 import { randomBytes } from 'node:crypto';
-import { chmod, mkdir, readdir, readFile, symlink, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readdir, readFile, stat, symlink, writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import type { KubeObject } from './api.ts';
@@ -32,6 +33,7 @@ export const pluginName = 'driftless-v1';
 const repoRoot = join(import.meta.dirname, '..', '..');
 /** The shipped plugin directory: the sidecar reads plugin.yaml from here, never from a copy. */
 const pluginManifestsDir = join(repoRoot, 'manifests', 'plugin');
+const sidecarPatch = join(pluginManifestsDir, 'argocd-repo-server.patch.yaml');
 const applicationsPath = `/apis/argoproj.io/v1alpha1/namespaces/${argoCdNamespace}/applications`;
 const startTimeoutMs = 120_000;
 /** The kernel's limit for a unix socket path (sun_path), including the terminating NUL. */
@@ -92,6 +94,11 @@ export interface ArgoCD {
   readonly hashKeyFile: string;
   /** The environment the sidecar runs `driftless` with (before Argo CD adds its ARGOCD_* variables). */
   readonly pluginEnvironment: Readonly<Record<string, string>>;
+  /**
+   * What the render server (`driftless serve`, the patch's driftless-render-server) has logged since
+   * this start: one `driftless serve: generate exit N in M ms` line per render it did.
+   */
+  renderServerLog(): Promise<string>;
   /** A new bare Git repository (file://) with a working clone; the first commit creates `main`. */
   createRepo(name: string): Promise<GitRepo>;
   /**
@@ -178,7 +185,7 @@ function statusSummary(app: Application): string {
 
 /**
  * Starts Argo CD on `cluster`: CRDs, the `argocd` namespace and the objects its
- * components read, then Redis, the sidecar, the repo server and the
+ * components read, then Redis, the render server, the sidecar, the repo server and the
  * application controller, each waited for before the next. The binaries are
  * built first if the cache lacks them (`npm test` builds them in test/setup.ts).
  * @throws {ArgoCdStartError} with the components' log tails.
@@ -226,7 +233,8 @@ export async function startArgoCD(cluster: Cluster, options: ArgoCdOptions = {})
   const stop = (): Promise<void> => {
     stopped ??= (async () => {
       process.off('exit', killAll);
-      // Reverse start order. The CMP server removes its socket on SIGTERM but never exits: no grace.
+      // Reverse start order (the render server after the cmp-server that uses it; it exits on SIGTERM).
+      // The CMP server removes its socket on SIGTERM but never exits: no grace.
       for (const component of [...components].reverse()) await component.stop(component.name === 'argocd-cmp-server' ? 0 : 5000);
       await makeRemovable(dir('repo-server-tmp'));
     })();
@@ -258,19 +266,51 @@ export async function startArgoCD(cluster: Cluster, options: ArgoCdOptions = {})
       abortIf: alive(redis),
     });
 
-    const sidecar = await sidecarFromPatch(join(pluginManifestsDir, 'argocd-repo-server.patch.yaml'), 'driftless', {
+    const podVolumes = {
       'var-files': dir('bin'),
       plugins: socketsDir,
       'driftless-plugin': pluginManifestsDir,
       'driftless-tmp': dir('sidecar-tmp'),
       'driftless-hash-key': dir('hash-key'),
-    }, {
-      // The image's own directory (the compile cache it primes); here it starts empty, as a cold cache.
-      '/opt/driftless': dir('sidecar-image'),
+    };
+    // The image's own directory (the compile cache it primes); here it starts empty, as a cold cache.
+    const imageDirs = { '/opt/driftless': dir('sidecar-image') };
+    // Both containers through the same volumes: the server reads the request's paths as the sidecar names them.
+    const sidecar = await sidecarFromPatch(sidecarPatch, 'driftless', podVolumes, imageDirs);
+    const renderServerName = 'driftless-render-server';
+    const renderServerSpec = await sidecarFromPatch(sidecarPatch, renderServerName, podVolumes, imageDirs);
+    // The image's PATH: driftless, kustomize and helm, and a shell for the wrapper; no git.
+    const imagePath = [dir('sidecar-bin'), tools.binDir, '/usr/bin', '/bin'].join(':');
+
+    const renderSocket = renderServerSpec.env['DRIFTLESS_RENDER_SOCKET'];
+    if (renderSocket === undefined || renderSocket !== sidecar.env['DRIFTLESS_RENDER_SOCKET']) {
+      throw new ArgoCdStartError(
+        `${sidecarPatch}: driftless and ${renderServerName} must name the same DRIFTLESS_RENDER_SOCKET ` +
+          `(${sidecar.env['DRIFTLESS_RENDER_SOCKET']} and ${renderSocket})`,
+      );
+    }
+    if (Buffer.byteLength(renderSocket) >= maxSocketPathBytes) {
+      throw new ArgoCdStartError(`the render server's socket path ${renderSocket} is too long for a unix socket; use a shorter TMPDIR`);
+    }
+    // Log files are appended to across starts: only what this server writes counts.
+    const renderServerLogStart = await stat(join(logDir, `${renderServerName}.log`)).then((stats) => stats.size, () => 0);
+    const renderServer = run({
+      name: renderServerName,
+      command: renderServerSpec.command,
+      args: renderServerSpec.args,
+      env: { PATH: imagePath, ...renderServerSpec.env },
     });
+    const renderServerLog = async (): Promise<string> =>
+      (await readFile(renderServer.logFile)).subarray(renderServerLogStart).toString('utf8');
+    // Before the cmp-server, so that no render of the tests falls back to rendering in-process.
+    const listening = `driftless serve: listening on ${renderSocket}`;
+    await waitFor(`the render server to log "${listening}"`, async () => (await renderServerLog()).includes(listening), {
+      timeoutMs: startTimeoutMs,
+      abortIf: alive(renderServer),
+    });
+
     const pluginEnvironment = {
-      // The image's PATH: driftless, kustomize and helm, and a shell for the wrapper; no git.
-      PATH: [dir('sidecar-bin'), tools.binDir, '/usr/bin', '/bin'].join(':'),
+      PATH: imagePath,
       ...sidecar.env,
       // The CMP server's default socket directory, on the shared `plugins` volume.
       ARGOCD_PLUGINSOCKFILEPATH: sidecar.localPath('/home/argocd/cmp-server/plugins'),
@@ -356,6 +396,7 @@ export async function startArgoCD(cluster: Cluster, options: ArgoCdOptions = {})
     return {
       hashKeyFile: dir('hash-key', 'key'),
       pluginEnvironment,
+      renderServerLog,
       createRepo: (name) => createGitRepo(dir('repos'), name),
       async createApplication(name, spec, options = {}) {
         return admin.request<Application>('POST', applicationsPath, {
