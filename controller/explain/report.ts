@@ -12,6 +12,7 @@ import { parseWorkloadKey, workloadKey } from '../cache/cluster-view.ts';
 import { compareDigests, outOfBandDigests, resolveStrategy, selectConfigs, type ConfigLookup, type ResolvedStrategy, type Selection } from '../decide.ts';
 import type { PodSummary, RestartStrategy, WorkloadSummary } from '../model.ts';
 import { planEvictions } from '../restart/evict-plan.ts';
+import { isStalePod } from '../restart/stale-pods.ts';
 import { matchesSelector } from '../scope.ts';
 import type { LiveTarget } from './args.ts';
 import type { BudgetSummary, LiveSnapshot } from './collect.ts';
@@ -292,8 +293,7 @@ function explainRestart(snapshot: LiveSnapshot, workload: WorkloadSummary, selec
   const restartAt = parseRestartAt(restartAtText);
   const recorded = parseDigestMap(workload.annotations[BOOKKEEPING.restartedFor]);
   const pods = snapshot.view.podsOf(workload);
-  const live = pods.filter((pod) => !pod.deleting && pod.phase !== 'Succeeded' && pod.phase !== 'Failed');
-  const stale = restartAt === undefined || strategy === 'record-only' ? [] : live.filter((pod) => pod.createdAt < restartAt);
+  const stale = restartAt === undefined || strategy === 'record-only' ? [] : pods.filter((pod) => isStalePod(pod, restartAt));
   let changed: readonly string[] = [];
   let state: LiveRestart['state'] = 'idle';
   if (selection !== undefined) {
