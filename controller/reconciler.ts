@@ -15,7 +15,7 @@ import { ManifestError, type PolicyMode } from '../core/index.ts';
 import { BOOKKEEPING, formatDigestMap, formatTime, parseDigestMap, parseRestartAt } from './bookkeeping.ts';
 import { parseWorkloadKey, workloadKey, type ClusterView } from './cache/cluster-view.ts';
 import type { Clock } from './clock.ts';
-import { restartNotActed, rolloutUpdating, syncWait } from './argocd-sync.ts';
+import { restartNotActed, rolloutUpdateWait, syncWait } from './argocd-sync.ts';
 import { compareDigests, outOfBandDigests, resolveStrategy, selectConfigs, type ResolvedStrategy } from './decide.ts';
 import type { EventRecorder } from './events.ts';
 import type { FleetMetrics } from './fleet/metrics.ts';
@@ -332,14 +332,11 @@ export class Reconciler {
     if (!restartNotActed(strategy, workload, restartAt, stalePodsLeft)) return undefined;
     const rule = this.#syncWaitOf(workload, restartAt, now);
     if (rule.action === 'go') {
-      // The sync is done (or none is pending) but may have started the Rollout's own update: within the
-      // bound, spec.restartAt waits for it, or it would restart old pods the update removes anyway.
-      // Only for a workload of a watched Application: without Argo CD nothing changes.
-      const tracked = this.#deps.view.applicationOf(workload) !== undefined;
-      const updating = tracked && strategy === 'restart-at' && now < restartAt + (options.argocdSyncWaitMs ?? 0) ? rolloutUpdating(workload) : undefined;
+      // The sync is done (or none is pending) but may have started the Rollout's own update.
+      const updating = rolloutUpdateWait({ app: this.#deps.view.applicationOf(workload), workload, strategy, restartAt, now, waitMs: options.argocdSyncWaitMs ?? 0 });
       if (updating === undefined) return undefined;
       this.#restarting.add(key);
-      log.debug({ workload: key, reason: updating }, 'restart waiting for the Rollout\'s update');
+      log.debug({ workload: key, reason: updating.reason }, 'restart waiting for the Rollout\'s update');
       return { requeueAfterMs: options.checkIntervalMs };
     }
     const announced = this.#syncWaits.get(key);
