@@ -98,3 +98,34 @@ export function rolloutUpdating(workload: Pick<WorkloadSummary, 'generation' | '
   if (replicas > (workload.replicas ?? 1)) return `an update is in progress: ${replicas} replicas for ${workload.replicas ?? 1} desired`;
   return undefined;
 }
+
+/** What `rolloutUpdateWait` reads. */
+export interface RolloutUpdateWaitInput {
+  /** The workload's Application (`undefined`: untracked, or not watched): only a tracked workload is held. */
+  readonly app: ApplicationSummary | undefined;
+  readonly workload: Pick<WorkloadSummary, 'generation' | 'replicas' | 'status'>;
+  readonly strategy: ResolvedStrategy;
+  /** T of the restart (epoch ms). */
+  readonly restartAt: number;
+  readonly now: number;
+  /** `--argocd-sync-wait` in ms; 0 turns the hold off. */
+  readonly waitMs: number;
+}
+
+/**
+ * The sync wait's second hold: once no sync is pending (`syncWait` says go),
+ * the sync may have started the Rollout's own update, and a `spec.restartAt`
+ * written now restarts old pods that update removes anyway. So a `restart-at`
+ * restart that has not acted yet (`restartNotActed`), of a workload an
+ * Application tracks, waits while `rolloutUpdating` says so, until T + the
+ * bound. Without Argo CD nothing changes. `undefined`: it does not hold; else
+ * why, and how long the bound allows at most. The reconciler and
+ * `explain --live` ask the same.
+ */
+export function rolloutUpdateWait(input: RolloutUpdateWaitInput): { readonly reason: string; readonly remainingMs: number } | undefined {
+  const { app, workload, strategy, restartAt, now, waitMs } = input;
+  const remainingMs = restartAt + waitMs - now;
+  if (waitMs <= 0 || app === undefined || strategy !== 'restart-at' || remainingMs <= 0) return undefined;
+  const reason = rolloutUpdating(workload);
+  return reason === undefined ? undefined : { reason, remainingMs };
+}

@@ -15,7 +15,7 @@ import { ManifestError, type PolicyMode } from '../core/index.ts';
 import { BOOKKEEPING, formatDigestMap, formatTime, parseDigestMap, parseRestartAt } from './bookkeeping.ts';
 import { parseWorkloadKey, workloadKey, type ClusterView } from './cache/cluster-view.ts';
 import type { Clock } from './clock.ts';
-import { restartNotActed, rolloutUpdating, syncWait } from './argocd-sync.ts';
+import { restartNotActed, rolloutUpdateWait, syncWait } from './argocd-sync.ts';
 import { compareDigests, outOfBandDigests, resolveStrategy, selectConfigs, type ResolvedStrategy } from './decide.ts';
 import type { EventRecorder } from './events.ts';
 import type { FleetMetrics } from './fleet/metrics.ts';
@@ -24,6 +24,7 @@ import type { ControllerMetrics } from './metrics.ts';
 import type { PodSummary, RestartStrategy, WorkloadSummary } from './model.ts';
 import type { ProcessResult } from './queue.ts';
 import { planEvictions, restartWarnings } from './restart/evict-plan.ts';
+import { isStalePod, isTerminalPod } from './restart/stale-pods.ts';
 import type { OwnFields, Writes } from './kube/writes.ts';
 
 /** The reconcile settings from the configuration. */
@@ -246,7 +247,7 @@ export class Reconciler {
     // unfinished; a restart finished before a controller restart is not judged again (its pods may fail later
     // for reasons of their own).
     const gateTimeout = (options.fleet ?? FLEET_OFF).healthGateTimeoutMs;
-    const inProgress = this.#restarting.has(key) || pods.some((pod) => !pod.deleting && !isTerminal(pod) && pod.createdAt < restartAt);
+    const inProgress = this.#restarting.has(key) || pods.some((pod) => isStalePod(pod, restartAt));
     const gate = gateTimeout > 0 && inProgress ? healthGate(pods, restartAt, now, gateTimeout) : { action: 'pass' as const };
     if (gate.action === 'fail') return this.#halt(key, workload, strategy, gate.reason, now);
     // Finished means the replacements are Ready too, so a replacement that never becomes Ready is gated.
@@ -262,7 +263,7 @@ export class Reconciler {
       if (workload.templateRestartedAt !== formatted) {
         await this.#apply(workload, { restartedFor: workload.annotations[BOOKKEEPING.restartedFor] ?? '{}', restartAt: formatted, templateRestartedAt: formatted });
       }
-      if (pods.every((pod) => pod.deleting || isTerminal(pod) || pod.createdAt >= restartAt) && !replacementsPending) return this.#done(key, workload, restartAt);
+      if (!pods.some((pod) => isStalePod(pod, restartAt)) && !replacementsPending) return this.#done(key, workload, restartAt);
       this.#restarting.add(key);
       return { requeueAfterMs: options.checkIntervalMs };
     }
@@ -277,7 +278,8 @@ export class Reconciler {
     switch (plan.action) {
       case 'done':
         // The planner is done once the last stale pod is being deleted; the restart is finished when it is gone.
-        if (pods.some((pod) => pod.createdAt < restartAt && !isTerminal(pod)) || replacementsPending) return { requeueAfterMs: options.checkIntervalMs };
+        // Not isStalePod on purpose: a pod from before T that is still being deleted keeps the restart open.
+        if (pods.some((pod) => pod.createdAt < restartAt && !isTerminalPod(pod)) || replacementsPending) return { requeueAfterMs: options.checkIntervalMs };
         return this.#done(key, workload, restartAt);
       case 'skip':
         this.#finish(key);
@@ -326,18 +328,15 @@ export class Reconciler {
   async #holdForSync(key: string, workload: WorkloadSummary, strategy: ResolvedStrategy, restartAt: number, now: number): Promise<ProcessResult | undefined> {
     const { options, events, log } = this.#deps;
     if ((options.argocdSyncWaitMs ?? 0) <= 0) return undefined;
-    const stalePodsLeft = strategy === 'evict' && this.#deps.view.podsOf(workload).some((pod) => !pod.deleting && !isTerminal(pod) && pod.createdAt < restartAt);
+    const stalePodsLeft = strategy === 'evict' && this.#deps.view.podsOf(workload).some((pod) => isStalePod(pod, restartAt));
     if (!restartNotActed(strategy, workload, restartAt, stalePodsLeft)) return undefined;
     const rule = this.#syncWaitOf(workload, restartAt, now);
     if (rule.action === 'go') {
-      // The sync is done (or none is pending) but may have started the Rollout's own update: within the
-      // bound, spec.restartAt waits for it, or it would restart old pods the update removes anyway.
-      // Only for a workload of a watched Application: without Argo CD nothing changes.
-      const tracked = this.#deps.view.applicationOf(workload) !== undefined;
-      const updating = tracked && strategy === 'restart-at' && now < restartAt + (options.argocdSyncWaitMs ?? 0) ? rolloutUpdating(workload) : undefined;
+      // The sync is done (or none is pending) but may have started the Rollout's own update.
+      const updating = rolloutUpdateWait({ app: this.#deps.view.applicationOf(workload), workload, strategy, restartAt, now, waitMs: options.argocdSyncWaitMs ?? 0 });
       if (updating === undefined) return undefined;
       this.#restarting.add(key);
-      log.debug({ workload: key, reason: updating }, 'restart waiting for the Rollout\'s update');
+      log.debug({ workload: key, reason: updating.reason }, 'restart waiting for the Rollout\'s update');
       return { requeueAfterMs: options.checkIntervalMs };
     }
     const announced = this.#syncWaits.get(key);
@@ -461,7 +460,7 @@ export class Reconciler {
   /** `--dry-run`: no pod goes away, so pacing would wait forever; report every eviction the restart would make, once. */
   async #dryRunEvictions(key: string, workload: WorkloadSummary, pods: readonly PodSummary[], restartAt: number, now: number): Promise<ProcessResult> {
     for (const pod of pods) {
-      if (pod.deleting || pod.createdAt >= restartAt || pod.phase === 'Succeeded' || pod.phase === 'Failed') continue;
+      if (!isStalePod(pod, restartAt)) continue;
       await this.#deps.writes.evict(pod);
       this.#evicted.set(pod.uid, now);
     }
@@ -507,11 +506,6 @@ export class Reconciler {
     }
     return this.#restarting.delete(key);
   }
-}
-
-/** A pod that has exited (Succeeded, Failed) is not running anything stale and is never waited for. */
-function isTerminal(pod: PodSummary): boolean {
-  return pod.phase === 'Succeeded' || pod.phase === 'Failed';
 }
 
 function optionalTime(ms: number | undefined): string | undefined {

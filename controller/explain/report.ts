@@ -6,12 +6,13 @@
  * keyed hashes (HMAC with the controller's key), shortened, never a value.
  */
 import { ManifestError, type PolicyMode } from '../../core/index.ts';
-import { restartNotActed, syncWait } from '../argocd-sync.ts';
+import { restartNotActed, rolloutUpdateWait, syncWait } from '../argocd-sync.ts';
 import { ABSENT, BOOKKEEPING, configKey, parseDigestMap, parseRestartAt, type DigestMap } from '../bookkeeping.ts';
 import { parseWorkloadKey, workloadKey } from '../cache/cluster-view.ts';
 import { compareDigests, outOfBandDigests, resolveStrategy, selectConfigs, type ConfigLookup, type ResolvedStrategy, type Selection } from '../decide.ts';
 import type { PodSummary, RestartStrategy, WorkloadSummary } from '../model.ts';
 import { planEvictions } from '../restart/evict-plan.ts';
+import { isStalePod } from '../restart/stale-pods.ts';
 import { matchesSelector } from '../scope.ts';
 import type { LiveTarget } from './args.ts';
 import type { BudgetSummary, LiveSnapshot } from './collect.ts';
@@ -286,14 +287,24 @@ function syncWaitFor(snapshot: LiveSnapshot, workload: WorkloadSummary, restartA
   return { kind: 'argocd-sync', name: app.name, reason: `${rule.reason}: the controller waits for its sync to replace the pods, at most ${seconds} s more (--argocd-sync-wait)` };
 }
 
+/**
+ * The sync wait's second hold, as a blocker: after the sync, a Rollout's `spec.restartAt` waits for the
+ * Rollout's own update (the same rule the reconciler applies); `undefined` when it does not hold.
+ */
+function rolloutUpdateFor(snapshot: LiveSnapshot, workload: WorkloadSummary, strategy: ResolvedStrategy, restartAt: number, waitMs: number): LiveBlocker | undefined {
+  const hold = rolloutUpdateWait({ app: snapshot.view.applicationOf(workload), workload, strategy, restartAt, now: snapshot.now, waitMs });
+  if (hold === undefined) return undefined;
+  const seconds = Math.ceil(hold.remainingMs / 1000);
+  return { kind: 'rollout-in-progress', name: null, reason: `${workload.kind} ${workload.name} is still updating (${hold.reason}): the controller writes spec.restartAt once the update is done, since the update replaces old pods anyway, at most ${seconds} s more (--argocd-sync-wait)` };
+}
+
 function explainRestart(snapshot: LiveSnapshot, workload: WorkloadSummary, selection: Selection | undefined, restartStrategy: RestartStrategy, argocdSyncWaitMs: number): LiveRestart {
   const { strategy } = resolveStrategy(workload, restartStrategy);
   const restartAtText = workload.annotations[BOOKKEEPING.restartAt];
   const restartAt = parseRestartAt(restartAtText);
   const recorded = parseDigestMap(workload.annotations[BOOKKEEPING.restartedFor]);
   const pods = snapshot.view.podsOf(workload);
-  const live = pods.filter((pod) => !pod.deleting && pod.phase !== 'Succeeded' && pod.phase !== 'Failed');
-  const stale = restartAt === undefined || strategy === 'record-only' ? [] : live.filter((pod) => pod.createdAt < restartAt);
+  const stale = restartAt === undefined || strategy === 'record-only' ? [] : pods.filter((pod) => isStalePod(pod, restartAt));
   let changed: readonly string[] = [];
   let state: LiveRestart['state'] = 'idle';
   if (selection !== undefined) {
@@ -310,7 +321,7 @@ function explainRestart(snapshot: LiveSnapshot, workload: WorkloadSummary, selec
   let nextEvictions: string[] = [];
   // The controller's own rule, first: while Argo CD is about to roll the workload, it neither evicts nor patches.
   const held = stale.length > 0 && restartAt !== undefined && strategy !== 'record-only' && restartNotActed(strategy, workload, restartAt, true);
-  const wait = held ? syncWaitFor(snapshot, workload, restartAt, argocdSyncWaitMs) : undefined;
+  const wait = held ? syncWaitFor(snapshot, workload, restartAt, argocdSyncWaitMs) ?? rolloutUpdateFor(snapshot, workload, strategy, restartAt, argocdSyncWaitMs) : undefined;
   if (wait !== undefined) {
     blockedBy.push(wait);
   } else if (stale.length > 0 && restartAt !== undefined) {

@@ -12,6 +12,7 @@ import { canonicalJson } from '../../core/index.ts';
 import { parseGoDuration } from '../../plugin/go-duration.ts';
 import { formatTime } from '../bookkeeping.ts';
 import type { PodSummary, WorkloadSummary } from '../model.ts';
+import { isLivePod } from '../restart/stale-pods.ts';
 
 /** Annotation keys of fleet safety. */
 export const FLEET_ANNOTATIONS = Object.freeze({
@@ -115,7 +116,8 @@ export function healthGate(pods: readonly PodSummary[], restartAt: number, now: 
   let waiting: string | undefined;
   const sorted = [...pods].sort((a, b) => a.createdAt - b.createdAt || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   for (const pod of sorted) {
-    if (pod.createdAt < restartAt || pod.deleting || pod.phase === 'Succeeded' || pod.phase === 'Failed' || pod.readySince !== undefined) continue;
+    // The mirror image of isStalePod: a live pod created at or after T is a replacement.
+    if (pod.createdAt < restartAt || !isLivePod(pod) || pod.readySince !== undefined) continue;
     const age = now - pod.createdAt;
     if (timeoutMs > 0 && age >= timeoutMs) {
       return { action: 'fail', reason: `replacement pod ${pod.name} not Ready ${Math.round(age / 1000)}s after its creation (health gate ${Math.round(timeoutMs / 1000)}s)` };

@@ -34,6 +34,7 @@
  *   spec, so every kind waits, not only Deployments.
  */
 import type { PodSummary, WorkloadSummary } from '../model.ts';
+import { isLivePod, isStalePod } from './stale-pods.ts';
 
 /** What to do next for one workload's eviction restart. Reasons name counts, never config values. */
 export type EvictionPlan =
@@ -131,8 +132,8 @@ export function planEvictions(input: EvictionInput): EvictionPlan {
   const { workload, restartAt, now } = input;
   if (workload.kind === 'CronJob') return skip('a CronJob is not restarted by eviction: its next Job reads the current config');
 
-  const live = input.pods.filter((pod) => !pod.deleting && !isTerminal(pod));
-  const stale = live.filter((pod) => pod.createdAt < restartAt);
+  const live = input.pods.filter(isLivePod);
+  const stale = live.filter((pod) => isStalePod(pod, restartAt));
   if (stale.length === 0) return DONE;
   if (restartAt > now) return wait(`the restart time is ${Math.ceil((restartAt - now) / 1000)}s ahead of the clock`);
 
@@ -262,10 +263,6 @@ function budgetOf(workload: WorkloadSummary, desired: number): number {
 
 function isRecreate(workload: WorkloadSummary): boolean {
   return (workload.kind === 'Deployment' || workload.kind === 'DeploymentConfig') && workload.strategy.type === 'Recreate';
-}
-
-function isTerminal(pod: PodSummary): boolean {
-  return pod.phase === 'Succeeded' || pod.phase === 'Failed';
 }
 
 function isAvailable(pod: PodSummary, minReadySeconds: number, now: number): boolean {

@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { pino } from 'pino';
-import { restartNotActed, rolloutUpdating, syncWait } from '../../controller/argocd-sync.ts';
+import { restartNotActed, rolloutUpdateWait, rolloutUpdating, syncWait } from '../../controller/argocd-sync.ts';
 import { BOOKKEEPING, formatTime } from '../../controller/bookkeeping.ts';
 import { reduceApplication, reduceWorkload } from '../../controller/cache/reduce.ts';
 import { ClusterView, workloadKey } from '../../controller/cache/cluster-view.ts';
@@ -308,6 +308,21 @@ test('rolloutUpdating: a Rollout whose generation is not observed yet, or whose 
   assert.match(rolloutUpdating(at({ observedGeneration: 1, replicas: 2, updatedReplicas: 2 }, 2)) ?? '', /observed generation 1 of 2/);
   assert.match(rolloutUpdating(at({ replicas: 3, updatedReplicas: 1 })) ?? '', /1 of 3 replicas updated/);
   assert.match(rolloutUpdating(at({ replicas: 3, updatedReplicas: 3 })) ?? '', /3 replicas for 2 desired/);
+});
+
+test('rolloutUpdateWait: a tracked Rollout\'s restart-at waits for its own update until T + the bound (the reconciler and explain --live ask the same)', () => {
+  const base = workload('Rollout', 'r', { spec: { replicas: 2 } });
+  const updating: WorkloadSummary = { ...base, status: { ...base.status, observedGeneration: 1, replicas: 3, updatedReplicas: 1 } };
+  const settled: WorkloadSummary = { ...base, status: { ...base.status, observedGeneration: 1, replicas: 2, updatedReplicas: 2 } };
+  const input = { app: app(), workload: updating, strategy: 'restart-at', restartAt: START, now: START + 5000, waitMs: WAIT_MS } as const;
+  assert.deepEqual(rolloutUpdateWait(input), { reason: 'an update is in progress: 1 of 3 replicas updated', remainingMs: 55_000 }, 'bounded from T');
+  assert.equal(rolloutUpdateWait({ ...input, now: START + WAIT_MS - 1 })?.remainingMs, 1);
+  assert.equal(rolloutUpdateWait({ ...input, now: START + WAIT_MS }), undefined, 'at T + the bound the restart goes on');
+  assert.equal(rolloutUpdateWait({ ...input, workload: settled }), undefined, 'the update is done');
+  assert.equal(rolloutUpdateWait({ ...input, app: undefined }), undefined, 'without Argo CD nothing changes');
+  assert.equal(rolloutUpdateWait({ ...input, waitMs: 0 }), undefined, 'the rule is off');
+  assert.equal(rolloutUpdateWait({ ...input, waitMs: 0, now: START - 1000 }), undefined, 'off even before T');
+  for (const strategy of ['evict', 'template', 'record-only'] as const) assert.equal(rolloutUpdateWait({ ...input, strategy }), undefined, strategy);
 });
 
 test('reduceWorkload reads Argo Rollouts\' observedGeneration, which it writes as a string', () => {
