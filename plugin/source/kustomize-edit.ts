@@ -174,7 +174,8 @@ function parsePatches(config: PluginConfig): Record<string, unknown>[] {
     new UsageError(`parameter patches (from ${from}) ${problem}`, cause === undefined ? undefined : { cause });
   let parsed: unknown;
   try {
-    parsed = loadYaml().parse(text, { prettyErrors: false });
+    // logLevel 'error': yaml's warnings would be printed by process.emitWarning, quoting the file's lines.
+    parsed = loadYaml().parse(text, { prettyErrors: false, logLevel: 'error' });
   } catch (error) {
     throw fail(`is not valid YAML: ${(error as Error).message.split('\n')[0]}`, error);
   }

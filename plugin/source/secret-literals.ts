@@ -80,7 +80,8 @@ const MAX_DEPTH = 200;
 function parseKustomization(text: string): unknown {
   const fast = readFastDocument(text, 0, text.length, MAX_DEPTH);
   if (fast !== undefined && readItemsAreStrings(fast.value)) return fast.value;
-  return loadYaml().parse(text, { maxAliasCount: 100 });
+  // logLevel 'error': a warning would go to process.emitWarning (stderr, the server's log) quoting the line, which may hold a literal.
+  return loadYaml().parse(text, { maxAliasCount: 100, logLevel: 'error' });
 }
 
 /** Whether every item of the lists this module reads (literals, resources, components, bases) is a string. */

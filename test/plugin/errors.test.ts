@@ -226,6 +226,15 @@ describe('errors: a Secret value never appears in any output', () => {
     assertClean(generated, 'generate', false);
   });
 
+  it('a kustomization literal the YAML reader warns about is not quoted on stderr', async () => {
+    // An unknown tag makes the yaml package warn, and its default is to print the warning with the line.
+    const dir = app({ 'kustomization.yaml': `secretGenerator:\n  - name: creds\n    literals:\n      - !vault password=${VALUE}\n` });
+    const kustomize = fakeKustomize(dir, 'printf "apiVersion: v1\\nkind: ConfigMap\\nmetadata: {name: a}\\n"');
+    const result = await runCli(['generate'], { cwd: dir, env: { DRIFTLESS_KUSTOMIZE: kustomize } });
+    assert.equal(result.code, 0, result.stderr);
+    assertClean(result, 'generate');
+  });
+
   const failing: [string, string][] = [
     ['bad base64 next to the value', `data:\n  password: ${BASE64}\n  broken: "${VALUE}!"\n`],
     ['a non-string data value', `data:\n  password: [${VALUE}]\n`],
