@@ -20,6 +20,11 @@ export interface Invocation {
   readonly argv: readonly string[];
   readonly env: Readonly<Record<string, string | undefined>>;
   readonly cwd: string;
+  /**
+   * When the command started (`performance.now()` time; default: when invoke is called): the time
+   * budget counts from here, so a render the render server handed back keeps only what is left of it.
+   */
+  readonly startedAt?: number;
 }
 
 /** Where a command reads stdin from and writes its output to. Each write resolves once the text is handed on. */
@@ -99,11 +104,12 @@ export async function invoke(invocation: Invocation, io: InvocationIo, stop: Abo
   if (stop.aborted) onStop();
   else stop.addEventListener('abort', onStop, { once: true });
   let timer: NodeJS.Timeout | undefined;
+  const startedAt = invocation.startedAt ?? performance.now();
   try {
     const config = parseConfig(invocation.argv, invocation.env, invocation.cwd);
     timer = setTimeout(
       () => controller.abort(new BudgetExceededError(`exceeded the time budget of ${config.timeoutText} (timeout / ARGOCD_EXEC_TIMEOUT); renderers were terminated, nothing was written`)),
-      config.timeoutMs,
+      Math.max(0, config.timeoutMs - (performance.now() - startedAt)),
     );
     const work = run(config, controller.signal, io);
     const result = await Promise.race([work, whenAborted(controller.signal)]).catch(async (error: unknown) => {

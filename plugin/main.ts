@@ -36,7 +36,16 @@ async function serve(argv: readonly string[], stop: AbortSignal): Promise<number
 
 async function main(argv: readonly string[], stop: AbortSignal): Promise<number> {
   if (argv[0] === 'serve') return serve(argv.slice(1), stop);
-  const invocation = { argv, env: process.env, cwd: process.cwd() };
+  let cwd: string;
+  try {
+    cwd = process.cwd();
+  } catch (error) {
+    // The working directory was removed under us: say so, as for any other unexpected failure (exit 1).
+    await writeTo(process.stderr)(`driftless: internal error: ${error instanceof Error ? error.message : String(error)}\n`);
+    return 1;
+  }
+  // The time budget counts from the process's start (performance.now() is 0 there), also after a hand-back.
+  const invocation = { argv, env: process.env, cwd, startedAt: 0 };
   const socketPath = process.env[SOCKET_VARIABLE];
   // Only generate: it is what Argo CD runs per render; explain and migrate-app are run by people.
   if (socketPath !== undefined && socketPath !== '' && argv[0] === 'generate') {

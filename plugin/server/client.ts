@@ -20,6 +20,8 @@ export interface ClientIo {
 
 /** Exit code when the server went away mid-render (README "Exit codes": other failure). */
 const EXIT_FAILURE = 1;
+/** How long a stopped client waits for the server's answer: its 3 s grace for the renderers, and a margin; under Argo CD's 5 s to SIGKILL. */
+const STOP_ANSWER_MS = 4000;
 
 function write(stream: NodeJS.WritableStream, bytes: Buffer): Promise<void> {
   return new Promise((resolve, reject) => stream.write(bytes, (error) => (error ? reject(error) : resolve())));
@@ -53,12 +55,6 @@ export async function renderThroughServer(socketPath: string, invocation: Invoca
   const request: RenderRequest = { version: PROTOCOL_VERSION, argv: invocation.argv, env, cwd: invocation.cwd };
   socket.write(Buffer.concat(encodeFrame(FRAME.request, JSON.stringify(request))));
 
-  const onStop = (): void => {
-    socket.write(Buffer.concat(encodeFrame(FRAME.stop, String(stop.reason))));
-  };
-  if (stop.aborted) onStop();
-  else stop.addEventListener('abort', onStop, { once: true });
-
   const reader = new FrameReader();
   const stdout: Buffer[] = [];
   let stderrWritten = false;
@@ -74,17 +70,23 @@ export async function renderThroughServer(socketPath: string, invocation: Invoca
 
   const sendStdin = async (): Promise<void> => {
     stdinSent = true;
-    for await (const chunk of io.stdin) {
-      const bytes = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
-      if (!socket.write(Buffer.concat(encodeFrame(FRAME.stdinData, bytes)))) await new Promise((resolve) => socket.once('drain', resolve));
+    try {
+      for await (const chunk of io.stdin) {
+        const bytes = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+        if (!socket.write(Buffer.concat(encodeFrame(FRAME.stdinData, bytes)))) await new Promise((resolve) => socket.once('drain', resolve));
+      }
+    } catch (error) {
+      // The render reports a stdin it cannot read as it would in-process, with the reader's message.
+      socket.write(Buffer.concat(encodeFrame(FRAME.stdinError, error instanceof Error ? error.message : String(error))));
+      return;
     }
     socket.write(Buffer.concat(encodeFrame(FRAME.stdinEnd)));
   };
   const onFrame = (frame: Frame): void => {
     switch (frame.type) {
       case FRAME.stdinWanted:
-        // A failure to read our own stdin ends the request; the server then answers for a stdin that ended.
-        sendStdin().catch(() => socket.end());
+        // Only a write to a socket that is gone gets here; its 'close' settles the request.
+        sendStdin().catch(() => undefined);
         return;
       case FRAME.stderr:
         stderrWritten = true;
@@ -111,6 +113,20 @@ export async function renderThroughServer(socketPath: string, invocation: Invoca
     writing = writing.then(() => write(io.stderr, Buffer.from(`driftless: the render server on ${socketPath} ${what}; the render was not finished\n`)));
     return EXIT_FAILURE;
   };
+  let stopDeadline: NodeJS.Timeout | undefined;
+  const onStop = (): void => {
+    socket.write(Buffer.concat(encodeFrame(FRAME.stop, String(stop.reason))));
+    // The server answers once the renderers have stopped (its grace is 3 s); a server too busy to answer
+    // in time must not keep us past the SIGKILL that follows Argo CD's SIGTERM.
+    stopDeadline = setTimeout(() => {
+      if (settled) return;
+      socket.destroy();
+      writing = writing.then(() => write(io.stderr, Buffer.from(`driftless: stopped by ${String(stop.reason)}; the render server did not confirm in time that the renderers were stopped\n`)));
+      finish(EXIT_FAILURE);
+    }, STOP_ANSWER_MS);
+  };
+  if (stop.aborted) onStop();
+  else stop.addEventListener('abort', onStop, { once: true });
   socket.on('data', (chunk: Buffer) => {
     try {
       for (const frame of reader.push(chunk)) onFrame(frame);
@@ -123,6 +139,7 @@ export async function renderThroughServer(socketPath: string, invocation: Invoca
 
   const code = await exit.promise;
   stop.removeEventListener('abort', onStop);
+  if (stopDeadline !== undefined) clearTimeout(stopDeadline);
   socket.destroy();
   try {
     await writing;

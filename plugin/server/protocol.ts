@@ -5,8 +5,9 @@
  * same build of the same image (two containers of one pod), so there is one
  * version, checked in the request.
  *
- * client → server: `request` (JSON, first and once), `stdinData`… `stdinEnd`
- * (only after the server asked), `stop` (the cause, e.g. `SIGTERM`).
+ * client → server: `request` (JSON, first and once), `stdinData`… then
+ * `stdinEnd` or `stdinError` (its message; only after the server asked),
+ * `stop` (the cause, e.g. `SIGTERM`).
  * server → client: `stdinWanted`, `stderr`…, `stdout`…, `exit` (the code, decimal), in that order.
  */
 
@@ -18,6 +19,7 @@ export const FRAME = Object.freeze({
   request: 0x71, // q
   stdinData: 0x64, // d
   stdinEnd: 0x44, // D
+  stdinError: 0x45, // E
   stop: 0x73, // s
   stdinWanted: 0x77, // w
   stderr: 0x65, // e

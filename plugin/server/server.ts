@@ -142,9 +142,20 @@ function send(socket: Socket, frames: readonly Buffer[]): Promise<void> {
 async function handleConnection(socket: Socket, stopAll: AbortSignal, log: (line: string) => void): Promise<void> {
   const reader = new FrameReader();
   const stopThis = new AbortController();
-  const onStopAll = (): void => stopThis.abort(stopAll.reason);
-  stopAll.addEventListener('abort', onStopAll, { once: true });
   let stdinWanted = false;
+  let answering = false;
+  let handedBack = false;
+  const onStopAll = (): void => {
+    // The server is stopping. A render that has read nothing of the client's and written nothing back
+    // is handed back (the connection closed without an answer): the client renders it in-process, as
+    // after a crash, instead of failing it. One that has, is stopped and answered as a process would be.
+    if (!stdinWanted && !answering) {
+      handedBack = true;
+      socket.destroy();
+    }
+    stopThis.abort(stopAll.reason);
+  };
+  stopAll.addEventListener('abort', onStopAll, { once: true });
   const stdin = new Readable({
     read() {
       // Asked for only when the render reads stdin (`generate -`), as a process reads it only then.
@@ -184,6 +195,7 @@ async function handleConnection(socket: Socket, stopAll: AbortSignal, log: (line
         else first.reject(new ProtocolError('the first frame is not a request'));
       } else if (frame.type === FRAME.stdinData && stdinWanted) stdin.push(frame.payload);
       else if (frame.type === FRAME.stdinEnd && stdinWanted) stdin.push(null);
+      else if (frame.type === FRAME.stdinError && stdinWanted) stdin.destroy(new Error(frame.payload.toString('utf8')));
       else if (frame.type === FRAME.stop) stopThis.abort(frame.payload.toString('utf8'));
       else {
         first.reject(new ProtocolError(`unexpected frame type ${frame.type}`));
@@ -197,11 +209,19 @@ async function handleConnection(socket: Socket, stopAll: AbortSignal, log: (line
     const request = decodeRequest((await first.promise).payload);
     const io: InvocationIo = {
       stdin,
-      writeStdout: (text) => send(socket, encodeChunked(FRAME.stdout, text)),
-      writeStderr: (text) => send(socket, encodeChunked(FRAME.stderr, text)),
+      writeStdout: (text) => {
+        answering = true;
+        return send(socket, encodeChunked(FRAME.stdout, text));
+      },
+      writeStderr: (text) => {
+        answering = true;
+        return send(socket, encodeChunked(FRAME.stderr, text));
+      },
     };
-    const code = await invoke(request, io, stopThis.signal);
-    log(`${request.argv[0] ?? '(no command)'} exit ${code} in ${Math.round(performance.now() - started)} ms`);
+    const code = await invoke({ ...request, startedAt: started }, io, stopThis.signal);
+    const command = request.argv[0] ?? '(no command)';
+    if (handedBack) log(`${command} handed back to the client: the server is stopping`);
+    else log(`${command} exit ${code} in ${Math.round(performance.now() - started)} ms`);
     if (!socket.destroyed) socket.end(Buffer.concat(encodeFrame(FRAME.exit, String(code))));
   } catch (error) {
     // Only a broken request gets here (invoke never rejects); its message names no value.

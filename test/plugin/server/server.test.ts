@@ -9,17 +9,17 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { parseServeConfig } from '../../../plugin/server/server.ts';
-import { encodeFrame, FRAME, FrameReader } from '../../../plugin/server/protocol.ts';
+import { encodeFrame, FRAME, FrameReader, MAX_CHUNK_BYTES } from '../../../plugin/server/protocol.ts';
 import { UsageError } from '../../../plugin/errors.ts';
 import { ensureTools } from '../../tools.ts';
-import { BIN, REPO, runCli } from '../cli.ts';
+import { BIN, REPO, argocdEnv, runCli } from '../cli.ts';
 import type { CliOptions, CliResult } from '../cli.ts';
 import { fakeTool, isAlive, waitFor } from '../source-support.ts';
 
@@ -105,6 +105,42 @@ describe('render server: the same answer as a process', () => {
     assert.deepEqual(render.remote, render.local);
   });
 
+  it('relays output far larger than one frame, byte for byte', async () => {
+    const documents: string[] = [];
+    for (let i = 0; i < 1500; i++) {
+      documents.push(`apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings-${i}}\ndata:\n  blob: "${'x'.repeat(600)}"\n`);
+      documents.push(`apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: app-${i}}\nspec:\n  template:\n    spec:\n      containers:\n        - name: c\n          envFrom:\n            - configMapRef: {name: settings-${i}}\n`);
+    }
+    const { local, remote } = await both(['generate', '-'], { cwd: root, stdin: documents.join('---\n') });
+    assert.equal(local.code, 0, local.stderr);
+    assert.ok(local.stdout.length > MAX_CHUNK_BYTES, `${local.stdout.length} bytes: more than one frame`);
+    assert.deepEqual(remote, local);
+  });
+
+  it('reports a stdin that cannot be read as a process does', async () => {
+    // stdin opened for writing only: reading it fails (EBADF) in whichever process reads it.
+    const unreadable = join(root, 'write-only-stdin');
+    await writeFile(unreadable, '');
+    const run = (env: Record<string, string>): Promise<CliResult> => new Promise((resolve, reject) => {
+      const fd = openSync(unreadable, 'w');
+      const child = spawn(process.execPath, [BIN, 'generate', '-'], { cwd: root, env: argocdEnv(env), stdio: [fd, 'pipe', 'pipe'] });
+      closeSync(fd);
+      let stdout = '';
+      let stderr = '';
+      child.stdout?.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+      child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+      child.on('error', reject);
+      child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
+    });
+    const local = await run({});
+    assert.equal(local.code, 3, local.stderr);
+    assert.match(local.stderr, /cannot read stdin/);
+    const before = served(server);
+    const remote = await run({ DRIFTLESS_RENDER_SOCKET: server.socket });
+    assert.equal(served(server), before + 1);
+    assert.deepEqual(remote, local);
+  });
+
   it('gives each of several requests at once its own environment and working directory', async () => {
     const cwd = join(REPO, 'examples', 'helm');
     const namespaces = ['alpha', 'beta', 'gamma', 'delta'];
@@ -137,6 +173,7 @@ const rendererPid = (pidFile: string): number => Number(readFileSync(pidFile, 'u
 describe('render server: stops', () => {
   it('relays SIGTERM: the renderer is stopped, the answer says so, nothing reaches stdout', async () => {
     const app = await hangingApp('sigterm');
+    const before = served(server);
     const result = await runCli(['generate'], {
       ...app,
       onSpawn: (child) => {
@@ -147,6 +184,7 @@ describe('render server: stops', () => {
     assert.equal(result.stdout, '');
     assert.match(result.stderr, /^driftless: stopped by SIGTERM; renderers were terminated, nothing was written\n$/);
     await waitFor(() => !isAlive(rendererPid(app.pidFile)), 'the renderer to be stopped');
+    assert.equal(served(server), before + 1, 'the server stopped the render, not an in-process fallback');
   });
 
   it('stops the render of a client that is killed outright, and goes on serving', async () => {
@@ -164,6 +202,34 @@ describe('render server: stops', () => {
     const next = await runCli(['generate'], { cwd: join(REPO, 'examples', 'directory'), env: { DRIFTLESS_RENDER_SOCKET: server.socket } });
     assert.equal(next.code, 0, next.stderr);
     assert.equal(served(server), before + 2);
+  });
+
+  it('hands a render under way back to the client when the server is stopped, which then renders it itself', async () => {
+    const own = await startServer(join(root, 'stopping', 'render.sock'));
+    const cwd = await mkdirp(join(root, 'handed-back'));
+    await writeFile(join(cwd, 'kustomization.yaml'), 'resources: []\n');
+    const pidFile = join(cwd, 'renderer.pid');
+    const marker = join(cwd, 'started-once');
+    // The first run (the server's) hangs until stopped; the second (the client's own) renders.
+    const kustomize = await fakeTool(join(root, 'tools'), 'once-hanging-kustomize', [
+      `if [ -e "${marker}" ]; then printf 'apiVersion: v1\\nkind: ConfigMap\\nmetadata: {name: handed-back}\\n'; exit 0; fi`,
+      `touch "${marker}" && echo $$ > "${pidFile}.tmp" && mv "${pidFile}.tmp" "${pidFile}"`,
+      'exec sleep 60',
+    ].join('\n'));
+    const result = await runCli(['generate'], {
+      cwd,
+      env: { DRIFTLESS_KUSTOMIZE: kustomize, DRIFTLESS_RENDER_SOCKET: own.socket },
+      onSpawn: () => {
+        void waitFor(() => existsSync(pidFile), 'the server\'s renderer to start').then(() => own.child.kill('SIGTERM'));
+      },
+    });
+    assert.equal(result.code, 0, result.stderr);
+    assert.match(result.stdout, /name: handed-back/);
+    // The same answer as rendering in-process from the start (the marker now makes kustomize answer at once).
+    assert.deepEqual(result, await runCli(['generate'], { cwd, env: { DRIFTLESS_KUSTOMIZE: kustomize } }));
+    assert.equal(await own.exited, 0);
+    assert.ok(own.log.includes('driftless serve: generate handed back to the client: the server is stopping'), own.log.join('\n'));
+    assert.equal(isAlive(rendererPid(pidFile)), false, 'the server stopped its renderer');
   });
 
   it('answers a broken request with exit 1 and a message, and goes on serving', async () => {
