@@ -11,7 +11,8 @@ import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { closeSync, existsSync, openSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
-import { createConnection } from 'node:net';
+import { createConnection, createServer } from 'node:net';
+import type { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -271,6 +272,40 @@ describe('render server: without one', () => {
     replacing.child.kill('SIGTERM');
     assert.equal(await replacing.exited, 0);
     assert.equal(existsSync(stale.socket), false, 'a stopped server removes its socket');
+  });
+});
+
+/** A stand-in server that reads the request, does `then` with the socket, and closes: a server that dies mid-render. */
+async function dyingServer(name: string, then: (socket: Socket) => void): Promise<{ socket: string; close: () => Promise<void> }> {
+  const socket = join(root, `${name}.sock`);
+  const stand = createServer((connection) => {
+    const reader = new FrameReader();
+    connection.on('data', (chunk: Buffer) => {
+      for (const frame of reader.push(chunk)) {
+        if (frame.type === FRAME.request) then(connection);
+        if (frame.type === FRAME.stdinEnd) connection.destroy();
+      }
+    });
+  });
+  await new Promise<void>((resolve) => stand.listen(socket, resolve));
+  return { socket, close: () => new Promise((resolve) => stand.close(() => resolve())) };
+}
+
+describe('render server: lost mid-render', () => {
+  it('renders in-process when the server goes away before reading stdin or answering', async () => {
+    const stand = await dyingServer('dies-at-once', (connection) => connection.destroy());
+    const cwd = join(REPO, 'examples', 'directory');
+    assert.deepEqual(await runCli(['generate'], { cwd, env: { DRIFTLESS_RENDER_SOCKET: stand.socket } }), await runCli(['generate'], { cwd }));
+    await stand.close();
+  });
+
+  it('fails with exit 1 and says so when the server goes away after reading stdin, which cannot be read twice', async () => {
+    const stand = await dyingServer('dies-after-stdin', (connection) => connection.write(Buffer.concat(encodeFrame(FRAME.stdinWanted))));
+    const result = await runCli(['generate', '-'], { cwd: root, stdin: 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n', env: { DRIFTLESS_RENDER_SOCKET: stand.socket } });
+    assert.equal(result.code, 1);
+    assert.equal(result.stdout, '');
+    assert.equal(result.stderr, `driftless: the render server on ${stand.socket} closed the connection; the render was not finished\n`);
+    await stand.close();
   });
 });
 
