@@ -26,9 +26,19 @@ const MAX_SOCKET_PATH_BYTES = 107;
 /** A client sends its request at once; a connection that has not within this long is closed, so none can hold a slot forever. */
 const REQUEST_DEADLINE_MS = 10_000;
 
+/**
+ * Renders at once by default. They share one thread, so beyond a few the later ones only wait, and
+ * each holds its render in memory: one 12 MB CRD-heavy chart peaks at ~140 MB resident, four at once at
+ * ~280 MB, within the shipped 512 MiB limit. A request beyond it is handed back and rendered by its own
+ * process, on another core.
+ */
+const DEFAULT_MAX_RENDERS = 4;
+
 /** How `driftless serve` was asked to run. Frozen. */
 export interface ServeConfig {
   readonly socketPath: string;
+  /** Renders under way at most; a request beyond them is handed back to its client. */
+  readonly maxRenders: number;
 }
 
 /** The server could not start listening. Exit 1. */
@@ -36,19 +46,24 @@ export class ServerStartError extends Error {
   override readonly name = 'ServerStartError';
 }
 
-/** Parses `driftless serve [--socket PATH]` (else DRIFTLESS_RENDER_SOCKET). Throws UsageError. */
+/** Parses `driftless serve [--socket PATH] [--max-renders N]` (socket else DRIFTLESS_RENDER_SOCKET). Throws UsageError. */
 export function parseServeConfig(argv: readonly string[], env: Readonly<Record<string, string | undefined>>): ServeConfig {
   let socketPath: string | undefined;
+  let maxRendersText: string | undefined;
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i] as string;
-    if (arg === '--socket') {
-      socketPath = argv[++i];
-      if (socketPath === undefined) throw new UsageError('serve: --socket needs a path');
-    } else if (arg.startsWith('--socket=')) {
-      socketPath = arg.slice('--socket='.length);
-    } else {
-      throw new UsageError(`serve: unknown argument ${JSON.stringify(arg)}: expected --socket PATH (see driftless --help)`);
+    const [flag, inline] = arg.startsWith('--') && arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
+    if (flag !== '--socket' && flag !== '--max-renders') {
+      throw new UsageError(`serve: unknown argument ${JSON.stringify(arg)}: expected --socket PATH or --max-renders N (see driftless --help)`);
     }
+    const value = inline ?? argv[++i];
+    if (value === undefined) throw new UsageError(`serve: ${flag} needs a ${flag === '--socket' ? 'path' : 'number'}`);
+    if (flag === '--socket') socketPath = value;
+    else maxRendersText = value;
+  }
+  const maxRenders = maxRendersText === undefined ? DEFAULT_MAX_RENDERS : Number(maxRendersText);
+  if (!/^[1-9][0-9]{0,3}$/.test(maxRendersText ?? '1')) {
+    throw new UsageError(`serve: --max-renders ${JSON.stringify(maxRendersText)} is not a whole number from 1 to 9999`);
   }
   socketPath ??= env[SOCKET_VARIABLE];
   if (socketPath === undefined || socketPath === '') throw new UsageError(`serve: no socket: pass --socket PATH or set ${SOCKET_VARIABLE}`);
@@ -56,7 +71,7 @@ export function parseServeConfig(argv: readonly string[], env: Readonly<Record<s
   if (Buffer.byteLength(socketPath) > MAX_SOCKET_PATH_BYTES) {
     throw new UsageError(`serve: the socket path ${JSON.stringify(socketPath)} is over the ${MAX_SOCKET_PATH_BYTES} bytes a unix socket path may have`);
   }
-  return Object.freeze({ socketPath });
+  return Object.freeze({ socketPath, maxRenders });
 }
 
 /**
@@ -69,6 +84,12 @@ export async function serve(config: ServeConfig, stop: AbortSignal, log: (line: 
   const active = new Set<Promise<void>>();
   const stopRequests = new AbortController();
   const server = createServer((socket) => {
+    if (active.size >= config.maxRenders) {
+      // Handed back: closed before anything is read, so the client renders it in-process, in parallel.
+      socket.destroy();
+      log(`a render handed back to its client: ${active.size} under way (--max-renders)`);
+      return;
+    }
     const handled = handleConnection(socket, stopRequests.signal, log);
     active.add(handled);
     void handled.finally(() => active.delete(handled));

@@ -233,6 +233,22 @@ describe('render server: stops', () => {
     assert.equal(isAlive(rendererPid(pidFile)), false, 'the server stopped its renderer');
   });
 
+  it('hands back a render beyond --max-renders, which its client then renders itself', async () => {
+    const own = await startServer(join(root, 'busy', 'render.sock'), ['--socket', join(root, 'busy', 'render.sock'), '--max-renders', '1']);
+    const hanging = await hangingApp('busy');
+    let busyClient: ChildProcess | undefined;
+    const busy = runCli(['generate'], { ...hanging, env: { ...hanging.env, DRIFTLESS_RENDER_SOCKET: own.socket }, onSpawn: (child) => (busyClient = child) });
+    await waitFor(() => existsSync(hanging.pidFile), 'the first render to start');
+    const cwd = join(REPO, 'examples', 'directory');
+    const second = await runCli(['generate'], { cwd, env: { DRIFTLESS_RENDER_SOCKET: own.socket } });
+    assert.deepEqual(second, await runCli(['generate'], { cwd }));
+    assert.ok(own.log.includes('driftless serve: a render handed back to its client: 1 under way (--max-renders)'), own.log.join('\n'));
+    busyClient?.kill('SIGKILL');
+    await busy;
+    own.child.kill('SIGTERM');
+    assert.equal(await own.exited, 0);
+  });
+
   it('answers a broken request with exit 1 and a message, and goes on serving', async () => {
     const answer = await new Promise<string>((resolve, reject) => {
       const socket = createConnection(server.socket);
@@ -326,16 +342,19 @@ describe('driftless serve', () => {
     assert.equal(readFileSync(file, 'utf8'), 'data\n', 'the file is untouched');
   });
 
-  it('takes the socket from --socket, else DRIFTLESS_RENDER_SOCKET, and refuses anything else with a usage error', () => {
-    assert.deepEqual(parseServeConfig(['--socket', '/run/a.sock'], { DRIFTLESS_RENDER_SOCKET: '/run/b.sock' }), { socketPath: '/run/a.sock' });
-    assert.deepEqual(parseServeConfig(['--socket=/run/a.sock'], {}), { socketPath: '/run/a.sock' });
-    assert.deepEqual(parseServeConfig([], { DRIFTLESS_RENDER_SOCKET: '/run/b.sock' }), { socketPath: '/run/b.sock' });
+  it('takes the socket from --socket, else DRIFTLESS_RENDER_SOCKET, and --max-renders (default 4); refuses anything else with a usage error', () => {
+    assert.deepEqual(parseServeConfig(['--socket', '/run/a.sock'], { DRIFTLESS_RENDER_SOCKET: '/run/b.sock' }), { socketPath: '/run/a.sock', maxRenders: 4 });
+    assert.deepEqual(parseServeConfig(['--socket=/run/a.sock'], {}), { socketPath: '/run/a.sock', maxRenders: 4 });
+    assert.deepEqual(parseServeConfig(['--max-renders', '2'], { DRIFTLESS_RENDER_SOCKET: '/run/b.sock' }), { socketPath: '/run/b.sock', maxRenders: 2 });
     for (const [argv, env, message] of [
       [[], {}, /no socket: pass --socket PATH or set DRIFTLESS_RENDER_SOCKET/],
       [['--socket'], {}, /--socket needs a path/],
       [['--socket', 'relative.sock'], {}, /is not absolute/],
       [['--socket', `/${'x'.repeat(120)}`], {}, /over the 107 bytes/],
       [['--port', '8080'], {}, /unknown argument "--port"/],
+      [['--socket', '/run/a.sock', '--max-renders', '0'], {}, /--max-renders "0" is not a whole number from 1 to 9999/],
+      [['--socket', '/run/a.sock', '--max-renders=two'], {}, /--max-renders "two" is not a whole number/],
+      [['--socket', '/run/a.sock', '--max-renders'], {}, /--max-renders needs a number/],
     ] as const) {
       assert.throws(() => parseServeConfig(argv, env), (error: unknown) => error instanceof UsageError && message.test(error.message));
     }
