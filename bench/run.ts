@@ -40,8 +40,15 @@ const { values: options } = parseArgs({
     mode: { type: 'string', default: 'oneshot,server' },
   },
 });
-const ONLY = new Set(options.only.split(','));
-const MODES = new Set(options.mode.split(','));
+/** The names a list option may hold; a typo would otherwise print an empty table. */
+function namesOf(option: string, value: string, known: readonly string[]): Set<string> {
+  const names = value.split(',');
+  const unknown = names.filter((name) => !known.includes(name));
+  if (unknown.length > 0) throw new Error(`--${option}: unknown ${unknown.join(', ')}; expected some of ${known.join(', ')}`);
+  return new Set(names);
+}
+const ONLY = namesOf('only', options.only, ['cold', 'stream', 'kustomize', 'charts']);
+const MODES = namesOf('mode', options.mode, ['oneshot', 'server']);
 const RUNS = Math.max(1, Number(options.runs));
 const root = join(import.meta.dirname, '..');
 const cli = join(root, 'bin', 'driftless.js');
