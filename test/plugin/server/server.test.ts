@@ -171,16 +171,21 @@ async function hangingApp(name: string): Promise<{ cwd: string; env: Record<stri
 
 const rendererPid = (pidFile: string): number => Number(readFileSync(pidFile, 'utf8').trim());
 
+/** Runs `generate` in a hanging app and sends its client `signal` once the renderer runs. */
+function signalledWhileRendering(app: Awaited<ReturnType<typeof hangingApp>>, signal: NodeJS.Signals): Promise<CliResult> {
+  return runCli(['generate'], {
+    ...app,
+    onSpawn: (child) => {
+      void waitFor(() => existsSync(app.pidFile), 'the renderer to start').then(() => child.kill(signal));
+    },
+  });
+}
+
 describe('render server: stops', () => {
   it('relays SIGTERM: the renderer is stopped, the answer says so, nothing reaches stdout', async () => {
     const app = await hangingApp('sigterm');
     const before = served(server);
-    const result = await runCli(['generate'], {
-      ...app,
-      onSpawn: (child) => {
-        void waitFor(() => existsSync(app.pidFile), 'the renderer to start').then(() => child.kill('SIGTERM'));
-      },
-    });
+    const result = await signalledWhileRendering(app, 'SIGTERM');
     assert.equal(result.code, 1, result.stderr);
     assert.equal(result.stdout, '');
     assert.match(result.stderr, /^driftless: stopped by SIGTERM; renderers were terminated, nothing was written\n$/);
@@ -191,12 +196,7 @@ describe('render server: stops', () => {
   it('stops the render of a client that is killed outright, and goes on serving', async () => {
     const app = await hangingApp('sigkill');
     const before = served(server);
-    const result = await runCli(['generate'], {
-      ...app,
-      onSpawn: (child) => {
-        void waitFor(() => existsSync(app.pidFile), 'the renderer to start').then(() => child.kill('SIGKILL'));
-      },
-    });
+    const result = await signalledWhileRendering(app, 'SIGKILL');
     assert.equal(result.signal, 'SIGKILL');
     await waitFor(() => !isAlive(rendererPid(app.pidFile)), 'the renderer to be stopped');
     await waitFor(() => served(server) === before + 1, 'the server to finish the request');
