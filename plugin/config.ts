@@ -670,7 +670,7 @@ export function usageText(): string {
     '  driftless serve [--socket PATH] [--max-renders N]',
     '                                                  run the render server (the sidecar\'s second container): a warm process that',
     '                                                  generate hands its render to when DRIFTLESS_RENDER_SOCKET names its socket;',
-    '                                                  beyond N renders at once (default 4) a render is handed back to its own process',
+    '                                                  beyond N renders at once (default 2) a render is handed back to its own process',
     '  driftless --help',
     '',
     'Arguments:',

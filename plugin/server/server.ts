@@ -27,12 +27,13 @@ const MAX_SOCKET_PATH_BYTES = 107;
 const REQUEST_DEADLINE_MS = 10_000;
 
 /**
- * Renders at once by default. They share one thread, so beyond a few the later ones only wait, and
- * each holds its render in memory: one 12 MB CRD-heavy chart peaks at ~140 MB resident, four at once at
- * ~280 MB, within the shipped 512 MiB limit. A request beyond it is handed back and rendered by its own
- * process, on another core.
+ * Renders at once by default. They share one thread, so beyond a couple the later ones only wait, and
+ * each holds its render in memory several times over (the renderer's output, its text, the output and
+ * its bytes). Measured on a server that had rendered the 5,000-document stream before: two 12 MB
+ * CRD-heavy charts at once peaked at ~380 MB resident, four at ~430 MB, against the shipped 512 MiB
+ * limit. A request beyond it is handed back and rendered by its own process, on another core.
  */
-const DEFAULT_MAX_RENDERS = 4;
+const DEFAULT_MAX_RENDERS = 2;
 
 /** How `driftless serve` was asked to run. Frozen. */
 export interface ServeConfig {

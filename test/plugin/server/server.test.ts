@@ -56,7 +56,9 @@ let server: Server;
 before(async () => {
   binDir = (await ensureTools()).binDir;
   root = await mkdtemp(join(tmpdir(), 'driftless-serve-'));
-  server = await startServer(join(root, 'run', 'render.sock'));
+  // Room for the concurrent requests below: the default (2) would hand some back, and they must be served.
+  const socket = join(root, 'run', 'render.sock');
+  server = await startServer(socket, ['--socket', socket, '--max-renders', '8']);
 });
 after(async () => {
   if (server.child.exitCode === null) server.child.kill('SIGTERM');
@@ -342,9 +344,9 @@ describe('driftless serve', () => {
     assert.equal(readFileSync(file, 'utf8'), 'data\n', 'the file is untouched');
   });
 
-  it('takes the socket from --socket, else DRIFTLESS_RENDER_SOCKET, and --max-renders (default 4); refuses anything else with a usage error', () => {
-    assert.deepEqual(parseServeConfig(['--socket', '/run/a.sock'], { DRIFTLESS_RENDER_SOCKET: '/run/b.sock' }), { socketPath: '/run/a.sock', maxRenders: 4 });
-    assert.deepEqual(parseServeConfig(['--socket=/run/a.sock'], {}), { socketPath: '/run/a.sock', maxRenders: 4 });
+  it('takes the socket from --socket, else DRIFTLESS_RENDER_SOCKET, and --max-renders (default 2); refuses anything else with a usage error', () => {
+    assert.deepEqual(parseServeConfig(['--socket', '/run/a.sock'], { DRIFTLESS_RENDER_SOCKET: '/run/b.sock' }), { socketPath: '/run/a.sock', maxRenders: 2 });
+    assert.deepEqual(parseServeConfig(['--socket=/run/a.sock'], {}), { socketPath: '/run/a.sock', maxRenders: 2 });
     assert.deepEqual(parseServeConfig(['--max-renders', '2'], { DRIFTLESS_RENDER_SOCKET: '/run/b.sock' }), { socketPath: '/run/b.sock', maxRenders: 2 });
     for (const [argv, env, message] of [
       [[], {}, /no socket: pass --socket PATH or set DRIFTLESS_RENDER_SOCKET/],
