@@ -4,13 +4,12 @@
  * render server when the sidecar runs one — or run the render server itself,
  * and exit with the documented code. The only `process.exit` is here.
  *
- * Nothing is imported up front: the client path (server/client.ts) must not
- * pay for loading the reader and core it hands the work to.
+ * Nothing else is imported up front: the client path (server/client.ts) must
+ * not pay for loading the reader and core it hands the work to.
  */
 import type { InvocationIo } from './invoke.ts';
-
-/** The variable naming the render server's socket (server/server.ts SOCKET_VARIABLE, not imported: see above). */
-const SOCKET_VARIABLE = 'DRIFTLESS_RENDER_SOCKET';
+// The wire format alone: a module without imports, so the one constant adds next to nothing to start-up.
+import { SOCKET_VARIABLE } from './server/protocol.ts';
 
 function writeTo(stream: NodeJS.WriteStream): (text: string) => Promise<void> {
   return (text) => {

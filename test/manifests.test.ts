@@ -14,7 +14,7 @@ import assert from 'node:assert/strict';
 import { promisify } from 'node:util';
 import { parse, parseAllDocuments } from 'yaml';
 import { PARAMETERS } from '../plugin/parameters.ts';
-import { SOCKET_VARIABLE } from '../plugin/server/server.ts';
+import { SOCKET_VARIABLE } from '../plugin/server/protocol.ts';
 import { ensureTools } from './tools.ts';
 
 const run = promisify(execFile);

@@ -5,11 +5,10 @@
  * `node:net` and the wire format, so the process that Argo CD starts per render
  * is Node's start and little more.
  */
-import { connect } from 'node:net';
-import type { Socket } from 'node:net';
 import type { Invocation } from '../invoke.ts';
 import { encodeFrame, FRAME, FrameReader, PROTOCOL_VERSION } from './protocol.ts';
 import type { Frame, RenderRequest } from './protocol.ts';
+import { connectTo, writeAll } from './streams.ts';
 
 /** The process's streams, as ports. */
 export interface ClientIo {
@@ -23,22 +22,6 @@ const EXIT_FAILURE = 1;
 /** How long a stopped client waits for the server's answer: its 3 s grace for the renderers, and a margin; under Argo CD's 5 s to SIGKILL. */
 const STOP_ANSWER_MS = 4000;
 
-function write(stream: NodeJS.WritableStream, bytes: Buffer): Promise<void> {
-  return new Promise((resolve, reject) => stream.write(bytes, (error) => (error ? reject(error) : resolve())));
-}
-
-function connected(socketPath: string): Promise<Socket | undefined> {
-  return new Promise((resolve) => {
-    const socket = connect(socketPath);
-    socket.once('connect', () => {
-      socket.removeAllListeners('error');
-      resolve(socket);
-    });
-    // ENOENT (no server yet), ECONNREFUSED (a stale socket), EACCES: render in-process instead.
-    socket.once('error', () => resolve(undefined));
-  });
-}
-
 /**
  * Renders through the server at `socketPath` and resolves with the exit code
  * to exit with, or with `undefined` when the server could not take the render
@@ -48,7 +31,8 @@ function connected(socketPath: string): Promise<Socket | undefined> {
  * half a render behind.
  */
 export async function renderThroughServer(socketPath: string, invocation: Invocation, io: ClientIo, stop: AbortSignal): Promise<number | undefined> {
-  const socket = await connected(socketPath);
+  // Nothing takes the connection: the caller renders in-process instead.
+  const socket = await connectTo(socketPath);
   if (socket === undefined) return undefined;
   const env: Record<string, string> = {};
   for (const [name, value] of Object.entries(invocation.env)) if (value !== undefined) env[name] = value;
@@ -90,7 +74,7 @@ export async function renderThroughServer(socketPath: string, invocation: Invoca
         return;
       case FRAME.stderr:
         stderrWritten = true;
-        writing = writing.then(() => write(io.stderr, frame.payload));
+        writing = writing.then(() => writeAll(io.stderr, [frame.payload]));
         return;
       case FRAME.stdout:
         stdout.push(frame.payload);
@@ -110,7 +94,7 @@ export async function renderThroughServer(socketPath: string, invocation: Invoca
     socket.destroy();
     // Nothing written and nothing read: the same render in-process gives the same answer.
     if (!stderrWritten && !stdinSent) return undefined;
-    writing = writing.then(() => write(io.stderr, Buffer.from(`driftless: the render server on ${socketPath} ${what}; the render was not finished\n`)));
+    writing = writing.then(() => writeAll(io.stderr, [Buffer.from(`driftless: the render server on ${socketPath} ${what}; the render was not finished\n`)]));
     return EXIT_FAILURE;
   };
   let stopDeadline: NodeJS.Timeout | undefined;
@@ -121,7 +105,7 @@ export async function renderThroughServer(socketPath: string, invocation: Invoca
     stopDeadline = setTimeout(() => {
       if (settled) return;
       socket.destroy();
-      writing = writing.then(() => write(io.stderr, Buffer.from(`driftless: stopped by ${String(stop.reason)}; the render server did not confirm in time that the renderers were stopped\n`)));
+      writing = writing.then(() => writeAll(io.stderr, [Buffer.from(`driftless: stopped by ${String(stop.reason)}; the render server did not confirm in time that the renderers were stopped\n`)]));
       finish(EXIT_FAILURE);
     }, STOP_ANSWER_MS);
   };
@@ -143,7 +127,7 @@ export async function renderThroughServer(socketPath: string, invocation: Invoca
   socket.destroy();
   try {
     await writing;
-    if (code === 0) for (const bytes of stdout) await write(io.stdout, bytes);
+    if (code === 0) await writeAll(io.stdout, stdout);
   } catch {
     // stdout or stderr is closed: nobody is left to tell; the exit code says it.
     return EXIT_FAILURE;

@@ -11,6 +11,9 @@
  * server → client: `stdinWanted`, `stderr`…, `stdout`…, `exit` (the code, decimal), in that order.
  */
 
+/** The variable that names the socket, for the server and (in the cmp-server's container) for `generate`. */
+export const SOCKET_VARIABLE = 'DRIFTLESS_RENDER_SOCKET';
+
 /** Bumped whenever a frame changes meaning. */
 export const PROTOCOL_VERSION = 1;
 

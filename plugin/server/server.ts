@@ -9,18 +9,17 @@
  * nothing is kept from one request to the next (ADR 0015).
  */
 import { lstat, mkdir, chmod, unlink } from 'node:fs/promises';
-import { connect, createServer } from 'node:net';
+import { createServer } from 'node:net';
 import type { Server, Socket } from 'node:net';
 import { dirname, isAbsolute } from 'node:path';
 import { Readable } from 'node:stream';
 import { UsageError } from '../errors.ts';
 import { invoke } from '../invoke.ts';
 import type { InvocationIo } from '../invoke.ts';
-import { decodeRequest, encodeChunked, encodeFrame, FRAME, FrameReader, ProtocolError } from './protocol.ts';
+import { decodeRequest, encodeChunked, encodeFrame, FRAME, FrameReader, ProtocolError, SOCKET_VARIABLE } from './protocol.ts';
 import type { Frame } from './protocol.ts';
+import { connectTo, writeAll } from './streams.ts';
 
-/** The variable that names the socket, for the server and (in the cmp-server's container) for `generate`. */
-export const SOCKET_VARIABLE = 'DRIFTLESS_RENDER_SOCKET';
 /** sun_path holds 108 bytes with the terminating NUL. */
 const MAX_SOCKET_PATH_BYTES = 107;
 /** A client sends its request at once; a connection that has not within this long is closed, so none can hold a slot forever. */
@@ -121,19 +120,10 @@ async function prepareSocketPath(socketPath: string): Promise<void> {
   });
   if (existing === undefined) return;
   if (!existing.isSocket()) throw new ServerStartError(`${socketPath} exists and is not a socket; refusing to replace it`);
-  if (await accepts(socketPath)) throw new ServerStartError(`another render server is listening on ${socketPath}`);
+  const probe = await connectTo(socketPath);
+  probe?.destroy();
+  if (probe !== undefined) throw new ServerStartError(`another render server is listening on ${socketPath}`);
   await unlink(socketPath);
-}
-
-function accepts(socketPath: string): Promise<boolean> {
-  return new Promise((resolve) => {
-    const probe = connect(socketPath);
-    probe.once('connect', () => {
-      probe.destroy();
-      resolve(true);
-    });
-    probe.once('error', () => resolve(false));
-  });
 }
 
 function listen(server: Server, socketPath: string): Promise<void> {
@@ -144,15 +134,7 @@ function listen(server: Server, socketPath: string): Promise<void> {
 }
 
 function send(socket: Socket, frames: readonly Buffer[]): Promise<void> {
-  if (frames.length === 0) return Promise.resolve();
-  return new Promise((resolve, reject) => {
-    if (socket.destroyed) {
-      reject(new Error('the client has gone'));
-      return;
-    }
-    for (let i = 0; i < frames.length - 1; i++) socket.write(frames[i] as Buffer);
-    socket.write(frames[frames.length - 1] as Buffer, (error) => (error ? reject(error) : resolve()));
-  });
+  return socket.destroyed ? Promise.reject(new Error('the client has gone')) : writeAll(socket, frames);
 }
 
 /**
