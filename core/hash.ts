@@ -174,6 +174,15 @@ export function sourceEntry(m: Manifest): HashEntry {
   return Object.freeze({ kind, name: m.name, spec });
 }
 
+/**
+ * The hash v1 entry of a config listed in the out-of-band file (§7): its
+ * kind prefixed with `OutOfBand`, its name, and the listed digest as is. Its
+ * own kind keeps it apart from a ConfigMap or Secret entry of the same name.
+ */
+export function outOfBandEntry(kind: 'ConfigMap' | 'Secret', name: string, digest: string): HashEntry {
+  return Object.freeze({ kind: kind === 'ConfigMap' ? 'OutOfBandConfigMap' : 'OutOfBandSecret', name, digest });
+}
+
 function compareEntries(a: HashEntry, b: HashEntry): number {
   if (a.kind !== b.kind) return a.kind < b.kind ? -1 : 1;
   if (a.name !== b.name) return a.name < b.name ? -1 : 1;

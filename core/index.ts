@@ -34,6 +34,7 @@ export {
   decodeBase64,
   hashEntries,
   hashMessage,
+  outOfBandEntry,
   secretEntry,
   sortEntries,
   sourceEntry,
@@ -52,3 +53,14 @@ export {
 export type { SecretSourceKind } from './providers.ts';
 export { planWorkloads, readsBeyondIdentity } from './plan.ts';
 export type { ConfigReport, PlanOptions, WorkloadPlan } from './plan.ts';
+export {
+  OUT_OF_BAND_FILE,
+  OUT_OF_BAND_KINDS,
+  OUT_OF_BAND_VERSION,
+  OutOfBandFileError,
+  formatOutOfBandFile,
+  listedOutOfBand,
+  outOfBandKey,
+  parseOutOfBandFile,
+} from './out-of-band.ts';
+export type { OutOfBandEntry, OutOfBandIndex, OutOfBandKind } from './out-of-band.ts';

@@ -112,6 +112,12 @@ export type HashEntry =
       readonly kind: 'SealedSecret' | 'ExternalSecret' | 'Certificate' | 'SecretProviderClass';
       readonly name: string;
       readonly spec: unknown;
+    }
+  | {
+      /** A digest from the out-of-band file for a config not in the render (docs/hash-v1.md §7). */
+      readonly kind: 'OutOfBandConfigMap' | 'OutOfBandSecret';
+      readonly name: string;
+      readonly digest: string;
     };
 
 /** The hash configuration: an HMAC key, or none for a plain SHA-256. */

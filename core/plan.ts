@@ -1,6 +1,8 @@
-import { configMapEntry, hashEntries, prepareHashKey, secretEntry, sortEntries, sourceEntry } from './hash.ts';
+import { configMapEntry, hashEntries, outOfBandEntry, prepareHashKey, secretEntry, sortEntries, sourceEntry } from './hash.ts';
 import { getPath } from './manifest.ts';
 import type { ConfigKind, HashEntry, HashKey, Manifest, PolicyDecision, PolicyMode, Reference } from './model.ts';
+import { listedOutOfBand } from './out-of-band.ts';
+import type { OutOfBandEntry, OutOfBandIndex } from './out-of-band.ts';
 import { CONFIG_KINDS, decide, namedMatch, readAnnotations, readWorkloadPolicy } from './policy.ts';
 import { SECRET_PROVIDER_CLASS_GROUP, isConfigMap, isSecret, isSecretProviderClass, providedSecretName, secretSourceKind, secretSourceKindOf, sourceTemplateAnnotations } from './providers.ts';
 import { findReferences } from './references.ts';
@@ -31,6 +33,8 @@ export interface ConfigReport {
   /** Git-side sources in the render that provide this Secret (SealedSecret, ExternalSecret, Certificate). */
   readonly providers: readonly { readonly kind: string; readonly name: string }[];
   readonly decision: PolicyDecision;
+  /** The out-of-band file's entry folded into the hash for this config; absent when none was. */
+  readonly outOfBand?: OutOfBandEntry;
 }
 
 /** The outcome for one workload: what it uses, what is hashed, and the value to stamp. */
@@ -57,6 +61,8 @@ export interface PlanOptions {
   /** When false, Rollouts (and Deployments a Rollout's workloadRef borrows) are left to the controller. */
   readonly includeRollouts: boolean;
   readonly key?: HashKey;
+  /** The app's out-of-band file, when it has one: listed digests of configs not in the render. */
+  readonly outOfBand?: OutOfBandIndex;
 }
 
 /**
@@ -201,6 +207,9 @@ function planOne(
     const { annotations, annotationsFrom } = configAnnotations(objects, sources);
     const config = { kind: candidate.kind, name: candidate.name, annotations, ...(annotationsFrom === undefined ? {} : { annotationsFrom }) };
     const decision = decide(policy, config, candidate.references.length > 0, options.mode);
+    const folded = decision.selected && skipped === undefined
+      ? listedOutOfBand(options.outOfBand, workload.namespace, candidate.kind, candidate.name, objects.length > 0)
+      : undefined;
     configs.push(Object.freeze({
       kind: candidate.kind,
       name: candidate.name,
@@ -208,10 +217,12 @@ function planOne(
       inRender: objects.length > 0,
       providers: Object.freeze(sources.map((s) => Object.freeze({ kind: s.kind, name: s.name }))),
       decision,
+      ...(folded === undefined ? {} : { outOfBand: folded }),
     }));
     if (decision.selected && skipped === undefined) {
       for (const m of objects) entries.push(entryOf.get(m) as HashEntry);
       for (const m of sources) entries.push(entryOf.get(m) as HashEntry);
+      if (folded !== undefined) entries.push(outOfBandEntry(folded.kind, folded.name, folded.digest));
     }
   }
   const sorted = sortEntries(entries);

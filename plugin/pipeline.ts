@@ -1,10 +1,11 @@
 import { readFile } from 'node:fs/promises';
 import { expandLists, planWorkloads, toManifest } from '../core/index.ts';
-import type { HashKey, Manifest, WorkloadPlan } from '../core/index.ts';
+import type { HashKey, Manifest, OutOfBandIndex, WorkloadPlan } from '../core/index.ts';
 import type { PluginConfig } from './config.ts';
 import { DEFAULT_LIMITS, parseStream } from './documents.ts';
 import type { DocumentLimits, ParsedDocument, TextStream } from './documents.ts';
 import { InvalidInputError, UsageError } from './errors.ts';
+import { readOutOfBand } from './out-of-band.ts';
 
 /**
  * The stages `generate` and `explain` share: render, parse with limits,
@@ -27,6 +28,8 @@ export interface Analysis {
   readonly plans: readonly WorkloadPlan[];
   /** Whether an HMAC key was configured. */
   readonly keyed: boolean;
+  /** The app's out-of-band file (ADR 0013), when it has one. */
+  readonly outOfBand: OutOfBandIndex | undefined;
   /** Lines for stderr, each starting with `warning:`. Never a Secret value. */
   readonly warnings: readonly string[];
 }
@@ -44,6 +47,8 @@ export async function analyse(
   // Read the key before awaiting the render (main.ts may have started it already):
   // a broken installation is reported as such, even when the render fails too.
   const key = config.hashKeyFile === undefined ? undefined : await readHashKey(config.hashKeyFile);
+  // Part of the commit, like the manifests: a bad file fails the render before any tool runs.
+  const outOfBand = await readOutOfBand(config);
   const streams = await render(config, signal);
   signal.throwIfAborted();
 
@@ -74,10 +79,15 @@ export async function analyse(
 
   const plans = planWorkloads(
     objects.map((o) => o.manifest),
-    { mode: config.mode, includeRollouts: config.includeRollouts, ...(key === undefined ? {} : { key }) },
+    {
+      mode: config.mode,
+      includeRollouts: config.includeRollouts,
+      ...(key === undefined ? {} : { key }),
+      ...(outOfBand === undefined ? {} : { outOfBand }),
+    },
   );
   signal.throwIfAborted();
-  return { documents, objects, plans, keyed: key !== undefined, warnings: keyWarnings(plans, key) };
+  return { documents, objects, plans, keyed: key !== undefined, outOfBand, warnings: keyWarnings(plans, key) };
 }
 
 /** The HMAC key: the file's bytes as they are. Unreadable or empty is a usage error naming the file. */

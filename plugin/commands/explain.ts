@@ -53,6 +53,12 @@ export interface ExplainedConfig {
     readonly containers: readonly string[];
     readonly optional: boolean;
   }[];
+  /**
+   * Present only when the app's out-of-band file (ADR 0013) lists this config and its digest is
+   * folded into the hash: the digest and where it was read. Absent otherwise, so reports of apps
+   * without the file keep their exact bytes.
+   */
+  readonly outOfBand?: { readonly digest: string; readonly file: string; readonly line: number };
 }
 
 /** Runs the shared stages and renders the report as a table or JSON. */
@@ -102,6 +108,9 @@ export function explainWorkload(plan: WorkloadPlan): ExplainedWorkload {
         containers: [...r.containers],
         optional: r.optional,
       })),
+      ...(c.outOfBand === undefined
+        ? {}
+        : { outOfBand: { digest: c.outOfBand.digest, file: c.outOfBand.origin.file, line: c.outOfBand.origin.line } }),
     })),
   };
 }
@@ -142,6 +151,10 @@ export function formatTable(report: ExplainReport): string {
       });
     }
     lines.push(...alignRows(rows).map((row) => `  ${row}`));
+    for (const c of w.configs) {
+      if (c.outOfBand === undefined) continue;
+      lines.push(`  out-of-band: ${c.kind} ${c.name} ${c.outOfBand.digest} (${c.outOfBand.file}:${c.outOfBand.line}), folded into the hash`);
+    }
   }
   return `${lines.join('\n')}\n`;
 }
