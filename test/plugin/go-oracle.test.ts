@@ -17,10 +17,11 @@ import { parseConfig } from '../../plugin/config.ts';
 import { parseStream } from '../../plugin/documents.ts';
 import { InvalidInputError, exitCodeFor } from '../../plugin/errors.ts';
 import { joinDocuments } from '../../plugin/output.ts';
+import { decodeSource } from '../../plugin/source/decode.ts';
 import { stampDocument } from '../../plugin/stamp.ts';
 import { FIXTURES, GOLDEN } from './cli.ts';
 import { Gen } from './gen.ts';
-import { readWithGo } from './goyaml.ts';
+import { readBytesWithGo, readWithGo } from './goyaml.ts';
 import type { GoDocument } from './goyaml.ts';
 import { ensureTools } from '../tools.ts';
 
@@ -197,6 +198,40 @@ describe('Go oracle: the plugin reads every document as Argo CD does, or rejects
     const rejected = assertSameAsGo(streams);
     // Most of them are read, not just refused.
     assert.ok(rejected < streams.length / 4, `${rejected} of ${streams.length} rejected`);
+  });
+
+  it('bytes: what Go refuses (not UTF-8, control characters) or cuts short (UTF-16) the plugin refuses; the rest it reads alike', async () => {
+    const encode = (text: string): Buffer => Buffer.from(text, 'utf8');
+    const utf16 = (text: string, bom: readonly number[], encoding: 'utf16le' | 'be'): Buffer => {
+      const le = Buffer.from(text, 'utf16le');
+      return Buffer.concat([Buffer.from(bom), encoding === 'utf16le' ? le : Buffer.from(le).swap16()]);
+    };
+    const head = 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n';
+    const refused: Buffer[] = [
+      ...[[0xe9], [0xe8], [0xff], [0xc0, 0x80], [0xed, 0xa0, 0x80], [0xf4, 0x90, 0x80, 0x80], [0xe2, 0x82]].map((bad) =>
+        Buffer.concat([encode(`${head}data: {a: "caf`), Buffer.from(bad), encode('"}\n')])),
+      Buffer.concat([encode(`${head}---\n${head}# `), Buffer.from([0xe9]), encode('\n')]),
+      ...[0x00, 0x01, 0x1b, 0x7f, 0x80, 0x9f, 0xfffe, 0xffff].map((code) => encode(`${head}data: {a: "x${String.fromCharCode(code)}y"}\n`)),
+      encode(`${head}# a comment with a NUL \u0000\n`),
+      utf16(`${head}---\n${head}`, [0xff, 0xfe], 'utf16le'),
+      utf16(`${head}---\n${head}`, [0xfe, 0xff], 'be'),
+      utf16(head, [], 'utf16le'),
+    ];
+    for (const stream of refused) {
+      const go = readBytesWithGo(goyaml, stream);
+      const goRefuses = go.some((d) => 'error' in d);
+      // UTF-16 with a byte order mark: Go reads the first document only, and silently.
+      assert.ok(goRefuses || go.length === 1, `Go reads all of ${stream.toString('hex')}: ${JSON.stringify(go)}`);
+      await assert.rejects(async () => parseStream(await decodeSource('x', stream, false)), (error: unknown) =>
+        error instanceof InvalidInputError && exitCodeFor(error) === 4, stream.toString('hex'));
+    }
+    // A byte order mark, tab, NEL-free non-ASCII and the highest planes are UTF-8 that both read alike.
+    const read = [`\ufeff${head}data: {a: "caf\u00e9 \u00a0 \ud7ff \ue000 \ufffd \u{10000} \u{10ffff}\tx"}\n`];
+    for (const text of read) {
+      const go = readBytesWithGo(goyaml, encode(text));
+      const ours = parseStream(await decodeSource('x', encode(text), false)).map((d) => asJson(d.value));
+      assert.deepStrictEqual(ours, go.map((d) => (d as { json: unknown }).json));
+    }
   });
 
   it('2,000 generated documents full of YAML 1.1 traps', () => {
