@@ -3,6 +3,7 @@ import { InvalidInputError } from './errors.ts';
 import { loadYaml } from './lazy-yaml.ts';
 import type { InputLocation } from './errors.ts';
 import { KeyCache, readFastDocument, readFastTree } from './fast-yaml.ts';
+import { goAliasUse } from './go-aliases.ts';
 import { GO_SCALAR_TAGS, classifyGoPlain } from './go-scalars.ts';
 import type { FastDocument, FastNode, FastPair } from './fast-yaml.ts';
 import { Locator, helmTemplateOf } from './locate.ts';
@@ -25,8 +26,12 @@ import { apiGroup, readsBeyondIdentity } from '../core/index.ts';
 export interface DocumentLimits {
   /** Largest accepted document, in UTF-16 code units of its source text (≈ bytes for YAML). */
   readonly maxDocumentBytes: number;
-  /** yaml's alias budget for turning one document into values (guards against "billion laughs"). */
-  readonly maxAliasCount: number;
+  /**
+   * Most alias nodes (`*name`) in one document. Not Go's limit (Go bounds what aliases expand to, as
+   * go-aliases.ts does here too), but yaml's: it finds each alias's anchor by a scan of the document's
+   * anchors and aliases, so its time grows with the square of their number (10,000 took 2 s).
+   */
+  readonly maxAliases: number;
   /** Deepest nesting of mappings and sequences accepted (deeper input would exhaust the stack). */
   readonly maxDepth?: number;
 }
@@ -34,7 +39,7 @@ export interface DocumentLimits {
 /** 8 MiB per document is far above any real manifest (etcd's object limit is 1.5 MiB). */
 export const DEFAULT_LIMITS: DocumentLimits = Object.freeze({
   maxDocumentBytes: 8 * 1024 * 1024,
-  maxAliasCount: 100,
+  maxAliases: 5000,
   maxDepth: 200,
 });
 
@@ -488,17 +493,16 @@ function composeSegment(stream: TextStream, text: string, firstIndex: number, li
     if (error !== undefined) {
       throw new InvalidInputError(where(error.pos[0]), `${locate(error.pos[0])}: ${safeMessage(error.message)}`);
     }
-    checkGoCompatibility(ast, text, where, locate);
+    const hasAliases = checkGoCompatibility(ast, text, where, locate);
     const size = end - start;
     if (size > limits.maxDocumentBytes) throw oversize(stream.label, index, size, limits);
+    if (hasAliases) checkAliases(ast, where, limits);
     let value: unknown;
     try {
-      value = ast.toJS({ maxAliasCount: limits.maxAliasCount });
+      // Aliases are bounded above, as Go bounds them; yaml's own count (100 uses of an anchor) is stricter than Go's.
+      value = ast.toJS({ maxAliasCount: -1 });
     } catch (cause) {
-      const problem = cause instanceof Error && /excessive alias count/i.test(cause.message)
-        ? `YAML aliases expand beyond the limit (maxAliasCount ${limits.maxAliasCount})`
-        : `cannot read the document: ${cause instanceof Error ? safeMessage(cause.message) : 'unknown error'}`;
-      throw new InvalidInputError(where(), problem, { cause });
+      throw new InvalidInputError(where(), `cannot read the document: ${cause instanceof Error ? safeMessage(cause.message) : 'unknown error'}`, { cause });
     }
     if (value === null || value === undefined) return { document: undefined };
     checkExpansion(value, where, limits);
@@ -529,8 +533,10 @@ function composeSegment(stream: TextStream, text: string, firstIndex: number, li
 /** `\uD800`-`\uDFFF` as an escape (after an even number of backslashes), in a double-quoted scalar's source. */
 const SURROGATE_ESCAPE = /(?:^|[^\\])(?:\\\\)*\\u[dD][89a-fA-F]/;
 
-function checkGoCompatibility(ast: Document.Parsed, text: string, where: (offset?: number) => InputLocation, locate: (offset: number) => string): void {
-  const { isMap, isScalar, isSeq } = loadYaml();
+/** Returns whether the document holds an alias (`*name`), which checkAliases then bounds. */
+function checkGoCompatibility(ast: Document.Parsed, text: string, where: (offset?: number) => InputLocation, locate: (offset: number) => string): boolean {
+  const { isAlias, isMap, isScalar, isSeq } = loadYaml();
+  let hasAliases = false;
   // A plain walk with an explicit stack: yaml's `visit` was a tenth of the time of a stamped render.
   const stack: [unknown, boolean][] = [[ast.contents, false]];
   while (stack.length > 0) {
@@ -543,6 +549,8 @@ function checkGoCompatibility(ast: Document.Parsed, text: string, where: (offset
       if (inFlow && node.type === 'PLAIN' && typeof node.source === 'string' && node.source.includes('?')) {
         throw new InvalidInputError(where(node.range?.[0] ?? 0), `${locate(node.range?.[0] ?? 0)}: a "?" inside an unquoted value in [...] or {...} ends the value for Argo CD's YAML parser; quote the value`);
       }
+    } else if (isAlias(node)) {
+      hasAliases = true;
     } else if (isSeq(node)) {
       const flow = inFlow || node.flow === true;
       for (const item of node.items) stack.push([item, flow]);
@@ -573,6 +581,26 @@ function checkGoCompatibility(ast: Document.Parsed, text: string, where: (offset
         stack.push([pair.value, flow]);
       });
     }
+  }
+  return hasAliases;
+}
+
+/**
+ * Refuses what Argo CD's YAML parser refuses, aliases that expand too far
+ * (go-aliases.ts), before yaml expands them; and more aliases than yaml can
+ * resolve in reasonable time (`maxAliases`).
+ */
+function checkAliases(ast: Document.Parsed, where: () => InputLocation, limits: DocumentLimits): void {
+  const use = goAliasUse(ast, limits.maxAliases);
+  if (use.aliases > limits.maxAliases) {
+    throw new InvalidInputError(where(), `more than ${limits.maxAliases} YAML aliases (*name) in one document, the plugin's limit; write some of the values out instead of aliasing them, or split the document`);
+  }
+  if (use.excessive) {
+    throw new InvalidInputError(
+      where(),
+      'YAML aliases expand beyond the limit of Argo CD\'s YAML parser ("document contains excessive aliasing": once over 100 values come from aliases, ' +
+        'they may be at most 99% of the values decoded, less in documents of over 400,000 values); write the values out instead of aliasing them',
+    );
   }
 }
 

@@ -339,7 +339,7 @@ function verify(document: ParsedDocument, stamps: readonly Stamp[], text: string
     // Read back by the same reader that read the input: this checks the splice, not the reader. The
     // readers themselves are held to Go's reading by the Go-oracle tests, and re-reading every stamped
     // workload with yaml cost more than half of generate's time (ADR 6).
-    values = parseStream({ label: document.file, text }, { maxDocumentBytes: Number.MAX_SAFE_INTEGER, maxAliasCount: -1, maxDepth: Number.MAX_SAFE_INTEGER }).map((d) => d.value);
+    values = parseStream({ label: document.file, text }, { maxDocumentBytes: Number.MAX_SAFE_INTEGER, maxAliases: Number.MAX_SAFE_INTEGER, maxDepth: Number.MAX_SAFE_INTEGER }).map((d) => d.value);
   } catch {
     return fail();
   }

@@ -234,6 +234,38 @@ describe('Go oracle: the plugin reads every document as Argo CD does, or rejects
     }
   });
 
+  it('aliases: accepted and refused exactly where Go accepts and refuses them (it bounds expansion, not count)', () => {
+    const streams: string[] = [];
+    // Go refuses once aliases are over 99% of what it decoded (less past 400,000 values): m lists of k,
+    // with filler before or after, fall on both sides of that line (m=150, k=1 is the issue's 150 aliases).
+    for (const k of [1, 40, 100, 400]) {
+      for (const m of [150, 300, 1000, 3000]) {
+        for (const filler of [0, 30, 2000]) {
+          for (const before of [true, false]) {
+            const list = `a: &a [${Array.from({ length: k }, (_, i) => `v${i}`).join(', ')}]\nb: [${Array(m).fill('*a').join(', ')}]\n`;
+            const fill = `f: [${Array(filler).fill('0').join(', ')}]\n`;
+            streams.push(before ? fill + list : list + fill);
+          }
+        }
+      }
+    }
+    let bomb = 'a: &a [x, x, x, x, x, x, x, x, x]\n';
+    for (let i = 1; i < 10; i++) bomb += `${String.fromCharCode(97 + i)}: &${String.fromCharCode(97 + i)} [${Array(9).fill(`*${String.fromCharCode(96 + i)}`).join(', ')}]\n`;
+    streams.push(bomb);
+    streams.push(['a0: &a0 {x: 1, y: 2}', ...Array.from({ length: 12 }, (_, i) => `a${i + 1}: &a${i + 1} {<<: [${Array(9).fill(`*a${i}`).join(', ')}], k${i}: 1}`)].join('\n') + '\n');
+    const go = goRead(streams);
+    let refusedByGo = 0;
+    streams.forEach((text, i) => {
+      const goRefuses = (go[i] ?? []).some((d) => 'error' in d && /excessive aliasing/.test(d.error));
+      if (goRefuses) refusedByGo++;
+      const ours = pluginRead(text);
+      assert.equal(ours === 'rejected', goRefuses, `Go ${goRefuses ? 'refuses' : 'reads'} ${text.length > 300 ? `${text.slice(0, 300)}…` : text}`);
+      if (ours !== 'rejected') assert.deepStrictEqual(ours.map(asJson), (go[i] ?? []).map((d) => (d as { json: unknown }).json));
+    });
+    // Both outcomes occur, so the comparison tests the boundary.
+    assert.ok(refusedByGo > 2 && refusedByGo < streams.length - 10, `${refusedByGo} of ${streams.length} refused by Go`);
+  });
+
   it('2,000 generated documents full of YAML 1.1 traps', () => {
     const streams: string[] = [];
     for (let seed = 1; seed <= 1000; seed++) {
