@@ -491,7 +491,8 @@ function composeSegment(stream: TextStream, text: string, firstIndex: number, li
     // Warnings are errors too: an unknown tag (`!foo`, `!<...>`) is read differently by Go.
     const error = ast.errors[0] ?? ast.warnings[0];
     if (error !== undefined) {
-      throw new InvalidInputError(where(error.pos[0]), `${locate(error.pos[0])}: ${safeMessage(error.message)}`);
+      const problem = error.code === 'TAG_RESOLVE_FAILED' && error.message.startsWith('Unresolved tag') ? unreadTag(error.message) : safeMessage(error.message);
+      throw new InvalidInputError(where(error.pos[0]), `${locate(error.pos[0])}: ${problem}`);
     }
     const hasAliases = checkGoCompatibility(ast, text, where, locate);
     const size = end - start;
@@ -619,6 +620,26 @@ function checkExpansion(value: unknown, where: () => InputLocation, limits: Docu
     if (depth >= maxDepth) throw new InvalidInputError(where(), `the document nests deeper than ${maxDepth} levels of mappings and sequences`);
     for (const child of Array.isArray(node) ? node : Object.values(node)) stack.push([child, depth + 1]);
   }
+}
+
+/** The standard YAML types Go reads and this plugin does not, and what to write instead. */
+const UNREAD_TAGS: ReadonlyMap<string, string> = new Map([
+  ['binary', "which Argo CD's YAML parser decodes from base64 and this plugin does not read; put the base64 text without the tag under data (Secret) or binaryData (ConfigMap), or write the decoded text as a plain string"],
+  ['set', "which this plugin does not read (Argo CD reads it as a mapping of nulls); remove the tag and write a plain mapping"],
+  ['omap', "which this plugin does not read (Argo CD reads it as a sequence of mappings); remove the tag and write a plain sequence"],
+  ['pairs', "which this plugin does not read (Argo CD reads it as a sequence of mappings); remove the tag and write a plain sequence"],
+  ['timestamp', "which this plugin does not read (Argo CD reads it as a string); remove the tag and quote the value"],
+]);
+
+/**
+ * The refusal of a tag yaml could not resolve (PARSE_OPTIONS keeps only the tags Go reads as this
+ * plugin does), naming the tag only when it is a standard type: any other tag is input, maybe a secret.
+ */
+function unreadTag(message: string): string {
+  const standard = /^Unresolved tag: tag:yaml\.org,2002:([a-z]+)$/.exec(message)?.[1];
+  const fix = standard === undefined ? undefined : UNREAD_TAGS.get(standard);
+  if (standard !== undefined && fix !== undefined) return `a !!${standard} value, ${fix}`;
+  return "a tag that is not a standard YAML type, which Argo CD's YAML parser ignores or reads otherwise; remove the tag (quote the value to keep it a string)";
 }
 
 /**

@@ -78,6 +78,13 @@ describe('errors: invalid input (exit 4)', () => {
     assertFailure(await runCli(['generate'], { cwd: dir }), 4, /bomb\.yaml#0 ConfigMap bomb: YAML aliases expand beyond the limit/);
   });
 
+  it('rejects a !!binary value (Go decodes it, the plugin cannot hash it as Go reads it), saying what to write instead', async () => {
+    const dir = app({ 's.yaml': 'apiVersion: v1\nkind: Secret\nmetadata: {name: creds}\nstringData:\n  token: !!binary c2VjcmV0LXZhbHVl\n' });
+    const result = await runCli(['generate'], { cwd: dir });
+    assertFailure(result, 4, /s\.yaml#0 Secret creds: line 5, column 10: a !!binary value, which Argo CD's YAML parser decodes from base64 and this plugin does not read; put the base64 text without the tag under data \(Secret\) or binaryData \(ConfigMap\), or write the decoded text as a plain string/);
+    assert.doesNotMatch(result.stderr, /c2VjcmV0/);
+  });
+
   it('rejects a document over 8 MiB, naming it', async () => {
     const huge = `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: huge}\ndata:\n  blob: "${'x'.repeat(8 * 1024 * 1024)}"\n`;
     const dir = app({ 'huge.yaml': `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: small}\n---\n${huge}` });
