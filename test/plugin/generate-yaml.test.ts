@@ -246,12 +246,44 @@ describe('stampDocument', () => {
     assert.equal(stampDocument(doc, []), 'a: yes\n');
   });
 
-  it('refuses, instead of changing meaning, when the template comes from a merge key', () => {
-    const text = 'apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\nbase: &base\n  metadata:\n    labels: {a: b}\n  spec: {}\nspec:\n  template:\n    <<: *base\n';
-    const built = /^in\.yaml#0 Deployment x: spec\.template: the pod template is built from a YAML alias or merge key; Driftless cannot add/;
-    assert.throws(() => stampDocument(only(text), [{ templatePath: ['spec', 'template'], hash: HASH }]), (e: unknown) => e instanceof InvalidInputError && built.test(e.message));
-    const alias = text.replace('    <<: *base\n', '').replace('  template:\n', '  template: *base\n');
-    assert.throws(() => stampDocument(only(alias), [{ templatePath: ['spec', 'template'], hash: HASH }]), (e: unknown) => e instanceof InvalidInputError && built.test(e.message));
+  it('stamps a template shared through an anchor as Go reads it: each use written out, only the workload annotated', () => {
+    // The pod template *is* an anchor, used again by a PodTemplate of the same List: splicing the annotation
+    // into the anchored text would annotate the PodTemplate too (Go expands the alias).
+    const anchored = 'apiVersion: v1\nkind: List\nitems:\n- apiVersion: apps/v1\n  kind: Deployment\n  metadata: {name: a}\n  spec:\n    template: &tpl\n      metadata:\n        labels: {app: a}\n      spec: {containers: [{name: c, image: i}]}\n- apiVersion: v1\n  kind: PodTemplate\n  metadata: {name: p}\n  template: *tpl\n';
+    const doc = only(anchored);
+    const out = stampDocument(doc, [{ templatePath: ['items', 0, 'spec', 'template'], hash: HASH }]);
+    const [read] = parseStream({ label: 'out', text: out });
+    const items = (read?.value as { items: { spec?: { template: unknown }; template?: unknown }[] }).items;
+    assert.deepEqual(items[0]?.spec?.template, { metadata: { labels: { app: 'a' }, annotations: { [HASH_ANNOTATION]: HASH } }, spec: { containers: [{ name: 'c', image: 'i' }] } });
+    assert.deepEqual(items[1]?.template, { metadata: { labels: { app: 'a' } }, spec: { containers: [{ name: 'c', image: 'i' }] } }, 'the other use is unchanged');
+    assert.equal(items.length, 2);
+
+    // Two workloads of one template (`template: *tpl`): each gets its own hash, as their namespaces differ.
+    const two = anchored.replace('kind: PodTemplate\n  metadata: {name: p}\n  template: *tpl', 'kind: Deployment\n  metadata: {name: b, namespace: other}\n  spec:\n    template: *tpl');
+    const other = `v1:${'f'.repeat(64)}`;
+    const both = stampDocument(only(two), [{ templatePath: ['items', 0, 'spec', 'template'], hash: HASH }, { templatePath: ['items', 1, 'spec', 'template'], hash: other }]);
+    const stamped = (parseStream({ label: 'out', text: both })[0]?.value as { items: { spec: { template: { metadata: { annotations: Record<string, string> } } } }[] }).items;
+    assert.equal(stamped[0]?.spec.template.metadata.annotations[HASH_ANNOTATION], HASH);
+    assert.equal(stamped[1]?.spec.template.metadata.annotations[HASH_ANNOTATION], other);
+
+    // A template built with a merge key: the merged keys, then the annotation, as Go reads them.
+    const merged = 'apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\nbase: &base\n  metadata:\n    labels: {a: b}\n  spec: {}\nspec:\n  template:\n    <<: *base\n';
+    const fromMerge = parseStream({ label: 'out', text: stampDocument(only(merged), [{ templatePath: ['spec', 'template'], hash: HASH }]) })[0]?.value as { base: unknown; spec: { template: unknown } };
+    assert.deepEqual(fromMerge.spec.template, { metadata: { labels: { a: 'b' }, annotations: { [HASH_ANNOTATION]: HASH } }, spec: {} });
+    assert.deepEqual(fromMerge.base, { metadata: { labels: { a: 'b' } }, spec: {} }, 'the merged mapping is unchanged');
+  });
+
+  it('keeps the document\'s own --- and its line endings when it writes a shared template out', () => {
+    const text = '---\r\napiVersion: apps/v1\r\nkind: Deployment\r\nmetadata: {name: x}\r\nx: &t {spec: {}}\r\nspec:\r\n  template: *t\r\n';
+    const out = stampDocument(only(text), [{ templatePath: ['spec', 'template'], hash: HASH }]);
+    assert.ok(out.startsWith('---\r\n{'), out);
+    assert.ok(out.endsWith('}\r\n') && !/[^\r]\n/.test(out), JSON.stringify(out));
+  });
+
+  it('an anchor that no alias uses, or one outside the template, changes nothing: the annotation is spliced in', () => {
+    const text = 'apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x, labels: &l {a: b}}\nspec:\n  selector: {matchLabels: *l}\n  template: &unused\n    metadata:\n      labels: {a: b}\n    spec: {}\n';
+    const out = stampDocument(only(text), [{ templatePath: ['spec', 'template'], hash: HASH }]);
+    assert.equal(out, text.replace('    metadata:\n      labels', `    metadata:\n      annotations:\n        ${HASH_ANNOTATION}: "${HASH}"\n      labels`));
   });
 
   it('keeps a comment after an empty annotations/metadata a comment, and CRLF line endings', () => {

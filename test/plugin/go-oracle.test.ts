@@ -351,6 +351,43 @@ describe('Go oracle: stamped layouts read by Go are the input plus the annotatio
   });
 });
 
+describe('Go oracle: a template whose text is shared (anchor, alias, merge key) is stamped as Go reads it', () => {
+  it('only the stamped template gets the annotation; every other use of the anchor reads as before', () => {
+    const hash = `v1:${'cd'.repeat(32)}`;
+    const head = 'apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: w\n';
+    const layouts = [
+      'x: &t {metadata: {labels: {a: b}}, spec: {}}\nspec:\n  template: *t\n',
+      'spec:\n  template: &t\n    spec: {}\nother: *t\n',
+      'spec:\n  template: &t\n    metadata:\n      labels: {a: b}\n    spec: {}\nother: [*t, *t]\n',
+      'base: &b {spec: {}}\nspec:\n  template:\n    <<: *b\n    metadata: {labels: {x: y}}\n',
+      'base: &b {metadata: {labels: {x: y}}}\nspec:\n  template:\n    <<: [*b, {spec: {}}]\n',
+      'spec:\n  template:\n    metadata: &m\n      labels: {a: b}\n    spec: {}\nextra: *m\n',
+      'spec:\n  template:\n    metadata:\n      annotations: &an {k: v}\n    spec: {}\nextra: {a: *an}\n',
+      'spec: &s\n  template:\n    spec: {}\nspec2: *s\n',
+    ];
+    const inputs: string[] = [];
+    const outputs: string[] = [];
+    for (const layout of layouts) {
+      for (const variant of [(t: string) => t, (t: string) => `# lead\n---\n${t}`, (t: string) => t.replaceAll('\n', '\r\n')]) {
+        const input = variant(`${head}${layout}`);
+        const [doc] = parseStream({ label: 'x', text: input });
+        assert.ok(doc !== undefined);
+        inputs.push(input);
+        outputs.push(joinDocuments([{ text: stampDocument(doc, [{ templatePath: ['spec', 'template'], hash }]), explicitStart: doc.explicitStart }]));
+      }
+    }
+    const go = goRead([...inputs, ...outputs]);
+    inputs.forEach((input, i) => {
+      const [before] = go[i] as GoDocument[];
+      const [after] = go[inputs.length + i] as GoDocument[];
+      assert.ok(before !== undefined && 'json' in before, `Go cannot read the input: ${JSON.stringify(input)}`);
+      assert.ok(after !== undefined && 'json' in after, `Go cannot read the output: ${JSON.stringify(outputs[i])} (${JSON.stringify(after)})`);
+      assert.equal(unstamp(after.json, before.json), 1, JSON.stringify(outputs[i]));
+      assert.deepStrictEqual(after.json, before.json, `output means something else: ${JSON.stringify(input)} -> ${JSON.stringify(outputs[i])}`);
+    });
+  });
+});
+
 /** Removes the annotation generate added (and the maps it had to create); returns how many it removed. */
 function unstamp(after: unknown, before: unknown): number {
   let count = 0;
