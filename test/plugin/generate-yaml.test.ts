@@ -253,7 +253,7 @@ describe('stampDocument', () => {
     const doc = only(anchored);
     const out = stampDocument(doc, [{ templatePath: ['items', 0, 'spec', 'template'], hash: HASH }]);
     const [read] = parseStream({ label: 'out', text: out });
-    const items = (read?.value as { items: { spec?: { template: unknown }; template?: unknown }[] }).items;
+    const { items } = (read as { value: { items: { spec?: { template: unknown }; template?: unknown }[] } }).value;
     assert.deepEqual(items[0]?.spec?.template, { metadata: { labels: { app: 'a' }, annotations: { [HASH_ANNOTATION]: HASH } }, spec: { containers: [{ name: 'c', image: 'i' }] } });
     assert.deepEqual(items[1]?.template, { metadata: { labels: { app: 'a' } }, spec: { containers: [{ name: 'c', image: 'i' }] } }, 'the other use is unchanged');
     assert.equal(items.length, 2);
@@ -262,7 +262,8 @@ describe('stampDocument', () => {
     const two = anchored.replace('kind: PodTemplate\n  metadata: {name: p}\n  template: *tpl', 'kind: Deployment\n  metadata: {name: b, namespace: other}\n  spec:\n    template: *tpl');
     const other = `v1:${'f'.repeat(64)}`;
     const both = stampDocument(only(two), [{ templatePath: ['items', 0, 'spec', 'template'], hash: HASH }, { templatePath: ['items', 1, 'spec', 'template'], hash: other }]);
-    const stamped = (parseStream({ label: 'out', text: both })[0]?.value as { items: { spec: { template: { metadata: { annotations: Record<string, string> } } } }[] }).items;
+    const [readBoth] = parseStream({ label: 'out', text: both });
+    const stamped = (readBoth as { value: { items: { spec: { template: { metadata: { annotations: Record<string, string> } } } }[] } }).value.items;
     assert.equal(stamped[0]?.spec.template.metadata.annotations[HASH_ANNOTATION], HASH);
     assert.equal(stamped[1]?.spec.template.metadata.annotations[HASH_ANNOTATION], other);
 
