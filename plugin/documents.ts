@@ -168,22 +168,25 @@ export function parseStream(input: TextStream, limits: DocumentLimits = DEFAULT_
  * anywhere, even in quoted text, where Go folds them.
  * And the characters Go's reader refuses anywhere in its input, comments and
  * quoted text included, where `yaml` reads them: C0 and C1 control characters
- * but tab, LF, CR (and NEL, above), DEL, U+FFFE and U+FFFF. One scan of the
- * text for all of them: it runs on every stream.
+ * but tab, LF, CR (and NEL, above), DEL, U+FFFE and U+FFFF. Runs on every
+ * stream, so it is two regular-expression scans and nothing more.
  */
 function rejectForeignCharacters(stream: TextStream): void {
+  // Two scans, not one: V8 finds the few line-break characters by a skip loop (under 1 ms for 12 MB of
+  // ASCII), and one class of all of them ran at 27 ms, twice the two together.
+  const lineBreak = /[\u0085\u2028\u2029\ufeff]|\r(?!\n)/.exec(stream.text);
   // eslint-disable-next-line no-control-regex -- control characters are what this looks for
-  const found = /[\u0085\u2028\u2029\ufeff\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u0084\u0086-\u009f\ufffe\uffff]|\r(?!\n)/.exec(stream.text);
+  const refused = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u0084\u0086-\u009f\ufffe\uffff]/.exec(stream.text);
+  const found = lineBreak === null || (refused !== null && refused.index < lineBreak.index) ? refused : lineBreak;
   if (found === null) return;
   const offset = found.index;
   const document = Math.max(0, splitDocuments(stream.text.slice(0, offset + 1)).length - 1);
   const locator = new Locator(stream);
   const code = found[0].charCodeAt(0);
   const codeName = `U+${code.toString(16).toUpperCase().padStart(4, '0')}`;
-  const lineBreak = found[0] === '\u0085' || found[0] === '\u2028' || found[0] === '\u2029';
   const name = found[0] === '\ufeff' ? 'a byte order mark (U+FEFF) after the start of the stream'
     : found[0] === '\r' ? 'a carriage return not followed by a line feed (CR-only line endings?), which Argo CD\'s YAML parser reads as a line break and this plugin\'s does not; use LF or CRLF line endings, or write it as \\r in a double-quoted string'
-    : lineBreak ? `${codeName}, which Argo CD's YAML parser reads as a line break and this plugin's does not`
+    : found === lineBreak ? `${codeName}, which Argo CD's YAML parser reads as a line break and this plugin's does not`
     : `${codeName}, a character Argo CD's YAML parser refuses anywhere in its input (a control character, or a noncharacter), even in a comment or a quoted string${code === 0 ? ' (UTF-16 without a byte order mark? save the file as UTF-8)' : ''}`;
   const fix = found[0] === '\r' ? '' : '; remove it or write it as an escape in a double-quoted string';
   throw new InvalidInputError(locator.where(document, offset), `${locator.at(offset)}: ${name}${fix}`);
