@@ -3,6 +3,7 @@ import { InvalidInputError } from './errors.ts';
 import { loadYaml } from './lazy-yaml.ts';
 import type { InputLocation } from './errors.ts';
 import { KeyCache, readFastDocument, readFastTree } from './fast-yaml.ts';
+import { goAliasUse } from './go-aliases.ts';
 import { GO_SCALAR_TAGS, classifyGoPlain } from './go-scalars.ts';
 import type { FastDocument, FastNode, FastPair } from './fast-yaml.ts';
 import { Locator, helmTemplateOf } from './locate.ts';
@@ -25,8 +26,12 @@ import { apiGroup, readsBeyondIdentity } from '../core/index.ts';
 export interface DocumentLimits {
   /** Largest accepted document, in UTF-16 code units of its source text (≈ bytes for YAML). */
   readonly maxDocumentBytes: number;
-  /** yaml's alias budget for turning one document into values (guards against "billion laughs"). */
-  readonly maxAliasCount: number;
+  /**
+   * Most alias nodes (`*name`) in one document. Not Go's limit (Go bounds what aliases expand to, as
+   * go-aliases.ts does here too), but yaml's: it finds each alias's anchor by a scan of the document's
+   * anchors and aliases, so its time grows with the square of their number (10,000 took 2 s).
+   */
+  readonly maxAliases: number;
   /** Deepest nesting of mappings and sequences accepted (deeper input would exhaust the stack). */
   readonly maxDepth?: number;
 }
@@ -34,7 +39,7 @@ export interface DocumentLimits {
 /** 8 MiB per document is far above any real manifest (etcd's object limit is 1.5 MiB). */
 export const DEFAULT_LIMITS: DocumentLimits = Object.freeze({
   maxDocumentBytes: 8 * 1024 * 1024,
-  maxAliasCount: 100,
+  maxAliases: 5000,
   maxDepth: 200,
 });
 
@@ -126,7 +131,7 @@ export function parseStream(input: TextStream, limits: DocumentLimits = DEFAULT_
   // A byte order mark starts the stream, not the first document: Go skips it when it reads our input,
   // but after the `---` we may put in front of the document it would become part of the first key.
   const stream = input.text.charCodeAt(0) === 0xfeff ? { ...input, text: input.text.slice(1) } : input;
-  rejectForeignLineBreaks(stream);
+  rejectForeignCharacters(stream);
   rejectBadSeparators(stream);
   if (options.fast !== false) {
     const fast = parseStreamFast(stream, limits);
@@ -161,16 +166,28 @@ export function parseStream(input: TextStream, limits: DocumentLimits = DEFAULT_
  * (`a: x # c<U+2028>b: hidden` has a key `b` only for Go), so neither reading
  * can be trusted; the same for a carriage return without a line feed. Rejected
  * anywhere, even in quoted text, where Go folds them.
+ * And the characters Go's reader refuses anywhere in its input, comments and
+ * quoted text included, where `yaml` reads them: C0 and C1 control characters
+ * but tab, LF, CR (and NEL, above), DEL, U+FFFE and U+FFFF. Runs on every
+ * stream, so it is two regular-expression scans and nothing more.
  */
-function rejectForeignLineBreaks(stream: TextStream): void {
-  const found = /[\u0085\u2028\u2029\ufeff]|\r(?!\n)/.exec(stream.text);
+function rejectForeignCharacters(stream: TextStream): void {
+  // Two scans, not one: V8 finds the few line-break characters by a skip loop (under 1 ms for 12 MB of
+  // ASCII), and one class of all of them ran at 27 ms, twice the two together.
+  const lineBreak = /[\u0085\u2028\u2029\ufeff]|\r(?!\n)/.exec(stream.text);
+  // eslint-disable-next-line no-control-regex -- control characters are what this looks for
+  const refused = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u0084\u0086-\u009f\ufffe\uffff]/.exec(stream.text);
+  const found = lineBreak === null || (refused !== null && refused.index < lineBreak.index) ? refused : lineBreak;
   if (found === null) return;
   const offset = found.index;
   const document = Math.max(0, splitDocuments(stream.text.slice(0, offset + 1)).length - 1);
   const locator = new Locator(stream);
+  const code = found[0].charCodeAt(0);
+  const codeName = `U+${code.toString(16).toUpperCase().padStart(4, '0')}`;
   const name = found[0] === '\ufeff' ? 'a byte order mark (U+FEFF) after the start of the stream'
     : found[0] === '\r' ? 'a carriage return not followed by a line feed (CR-only line endings?), which Argo CD\'s YAML parser reads as a line break and this plugin\'s does not; use LF or CRLF line endings, or write it as \\r in a double-quoted string'
-    : `U+${found[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')}, which Argo CD's YAML parser reads as a line break and this plugin's does not`;
+    : found === lineBreak ? `${codeName}, which Argo CD's YAML parser reads as a line break and this plugin's does not`
+    : `${codeName}, a character Argo CD's YAML parser refuses anywhere in its input (a control character, or a noncharacter), even in a comment or a quoted string${code === 0 ? ' (UTF-16 without a byte order mark? save the file as UTF-8)' : ''}`;
   const fix = found[0] === '\r' ? '' : '; remove it or write it as an escape in a double-quoted string';
   throw new InvalidInputError(locator.where(document, offset), `${locator.at(offset)}: ${name}${fix}`);
 }
@@ -477,19 +494,19 @@ function composeSegment(stream: TextStream, text: string, firstIndex: number, li
     // Warnings are errors too: an unknown tag (`!foo`, `!<...>`) is read differently by Go.
     const error = ast.errors[0] ?? ast.warnings[0];
     if (error !== undefined) {
-      throw new InvalidInputError(where(error.pos[0]), `${locate(error.pos[0])}: ${safeMessage(error.message)}`);
+      const problem = error.code === 'TAG_RESOLVE_FAILED' && error.message.startsWith('Unresolved tag') ? unreadTag(error.message) : safeMessage(error.message);
+      throw new InvalidInputError(where(error.pos[0]), `${locate(error.pos[0])}: ${problem}`);
     }
-    checkGoCompatibility(ast, text, where, locate);
+    const hasAliases = checkGoCompatibility(ast, text, where, locate);
     const size = end - start;
     if (size > limits.maxDocumentBytes) throw oversize(stream.label, index, size, limits);
+    if (hasAliases) checkAliases(ast, where, limits);
     let value: unknown;
     try {
-      value = ast.toJS({ maxAliasCount: limits.maxAliasCount });
+      // Aliases are bounded above, as Go bounds them; yaml's own count (100 uses of an anchor) is stricter than Go's.
+      value = ast.toJS({ maxAliasCount: -1 });
     } catch (cause) {
-      const problem = cause instanceof Error && /excessive alias count/i.test(cause.message)
-        ? `YAML aliases expand beyond the limit (maxAliasCount ${limits.maxAliasCount})`
-        : `cannot read the document: ${cause instanceof Error ? safeMessage(cause.message) : 'unknown error'}`;
-      throw new InvalidInputError(where(), problem, { cause });
+      throw new InvalidInputError(where(), `cannot read the document: ${cause instanceof Error ? safeMessage(cause.message) : 'unknown error'}`, { cause });
     }
     if (value === null || value === undefined) return { document: undefined };
     checkExpansion(value, where, limits);
@@ -520,8 +537,10 @@ function composeSegment(stream: TextStream, text: string, firstIndex: number, li
 /** `\uD800`-`\uDFFF` as an escape (after an even number of backslashes), in a double-quoted scalar's source. */
 const SURROGATE_ESCAPE = /(?:^|[^\\])(?:\\\\)*\\u[dD][89a-fA-F]/;
 
-function checkGoCompatibility(ast: Document.Parsed, text: string, where: (offset?: number) => InputLocation, locate: (offset: number) => string): void {
-  const { isMap, isScalar, isSeq } = loadYaml();
+/** Returns whether the document holds an alias (`*name`), which checkAliases then bounds. */
+function checkGoCompatibility(ast: Document.Parsed, text: string, where: (offset?: number) => InputLocation, locate: (offset: number) => string): boolean {
+  const { isAlias, isMap, isScalar, isSeq } = loadYaml();
+  let hasAliases = false;
   // A plain walk with an explicit stack: yaml's `visit` was a tenth of the time of a stamped render.
   const stack: [unknown, boolean][] = [[ast.contents, false]];
   while (stack.length > 0) {
@@ -534,6 +553,8 @@ function checkGoCompatibility(ast: Document.Parsed, text: string, where: (offset
       if (inFlow && node.type === 'PLAIN' && typeof node.source === 'string' && node.source.includes('?')) {
         throw new InvalidInputError(where(node.range?.[0] ?? 0), `${locate(node.range?.[0] ?? 0)}: a "?" inside an unquoted value in [...] or {...} ends the value for Argo CD's YAML parser; quote the value`);
       }
+    } else if (isAlias(node)) {
+      hasAliases = true;
     } else if (isSeq(node)) {
       const flow = inFlow || node.flow === true;
       for (const item of node.items) stack.push([item, flow]);
@@ -565,6 +586,26 @@ function checkGoCompatibility(ast: Document.Parsed, text: string, where: (offset
       });
     }
   }
+  return hasAliases;
+}
+
+/**
+ * Refuses what Argo CD's YAML parser refuses, aliases that expand too far
+ * (go-aliases.ts), before yaml expands them; and more aliases than yaml can
+ * resolve in reasonable time (`maxAliases`).
+ */
+function checkAliases(ast: Document.Parsed, where: () => InputLocation, limits: DocumentLimits): void {
+  const use = goAliasUse(ast, limits.maxAliases);
+  if (use.aliases > limits.maxAliases) {
+    throw new InvalidInputError(where(), `more than ${limits.maxAliases} YAML aliases (*name) in one document, the plugin's limit; write some of the values out instead of aliasing them, or split the document`);
+  }
+  if (use.excessive) {
+    throw new InvalidInputError(
+      where(),
+      'YAML aliases expand beyond the limit of Argo CD\'s YAML parser ("document contains excessive aliasing": once over 100 values come from aliases, ' +
+        'they may be at most 99% of the values decoded, less in documents of over 400,000 values); write the values out instead of aliasing them',
+    );
+  }
 }
 
 /** Bounds what aliases expand to and how deep values nest, before core code walks them recursively. */
@@ -582,6 +623,26 @@ function checkExpansion(value: unknown, where: () => InputLocation, limits: Docu
     if (depth >= maxDepth) throw new InvalidInputError(where(), `the document nests deeper than ${maxDepth} levels of mappings and sequences`);
     for (const child of Array.isArray(node) ? node : Object.values(node)) stack.push([child, depth + 1]);
   }
+}
+
+/** The standard YAML types Go reads and this plugin does not, and what to write instead. */
+const UNREAD_TAGS: ReadonlyMap<string, string> = new Map([
+  ['binary', "which Argo CD's YAML parser decodes from base64 and this plugin does not read; put the base64 text without the tag under data (Secret) or binaryData (ConfigMap), or write the decoded text as a plain string"],
+  ['set', "which this plugin does not read (Argo CD reads it as a mapping of nulls); remove the tag and write a plain mapping"],
+  ['omap', "which this plugin does not read (Argo CD reads it as a sequence of mappings); remove the tag and write a plain sequence"],
+  ['pairs', "which this plugin does not read (Argo CD reads it as a sequence of mappings); remove the tag and write a plain sequence"],
+  ['timestamp', "which this plugin does not read (Argo CD reads it as a string); remove the tag and quote the value"],
+]);
+
+/**
+ * The refusal of a tag yaml could not resolve (PARSE_OPTIONS keeps only the tags Go reads as this
+ * plugin does), naming the tag only when it is a standard type: any other tag is input, maybe a secret.
+ */
+function unreadTag(message: string): string {
+  const standard = /^Unresolved tag: tag:yaml\.org,2002:([a-z]+)$/.exec(message)?.[1];
+  const fix = standard === undefined ? undefined : UNREAD_TAGS.get(standard);
+  if (standard !== undefined && fix !== undefined) return `a !!${standard} value, ${fix}`;
+  return "a tag that is not a standard YAML type, which Argo CD's YAML parser ignores or reads otherwise; remove the tag (quote the value to keep it a string)";
 }
 
 /**

@@ -40,8 +40,12 @@ interface Edit {
 /** The annotation stays below the template: `metadata.annotations[HASH_ANNOTATION]`. */
 const ANNOTATION_PATH = ['metadata', 'annotations', HASH_ANNOTATION] as const;
 
-/** Why a template reached through `*alias` or `<<: *alias` cannot be stamped: the anchor's other users would change too. */
-const FROM_ALIAS = `the pod template is built from a YAML alias or merge key; Driftless cannot add ${HASH_ANNOTATION} to it without changing other objects (write the template out in full)`;
+/**
+ * Thrown inside the splicer when the text to edit is not the template's own: the template (or a mapping
+ * in it on the way to the annotation) is reached through an alias (`*name`) or merged in (`<<`). Go
+ * expands those, so the text belongs to every use: `stampDocument` then writes the document out expanded.
+ */
+class SharedText extends Error {}
 
 /** Raised when a stamped document would not mean exactly "the input plus the annotation". A bug, exit 1. */
 export class StampVerificationError extends Error {
@@ -51,7 +55,14 @@ export class StampVerificationError extends Error {
 /** Returns the document's text with every stamp applied; the input text when `stamps` is empty. */
 export function stampDocument(document: ParsedDocument, stamps: readonly Stamp[]): string {
   if (stamps.length === 0) return document.text;
-  const edits = insertionsByValue(document, stamps) ?? editsByTree(document, stamps);
+  if (mayShare(document) && sharesStampedMapping(document.value, stamps)) return stampExpanded(document, stamps);
+  let edits: Edit[];
+  try {
+    edits = insertionsByValue(document, stamps) ?? editsByTree(document, stamps);
+  } catch (error) {
+    if (error instanceof SharedText) return stampExpanded(document, stamps);
+    throw error;
+  }
   // Apply from the end so earlier offsets stay valid; ranges of different stamps never overlap.
   edits.sort((a, b) => b.start - a.start);
   let text = document.text;
@@ -61,6 +72,73 @@ export function stampDocument(document: ParsedDocument, stamps: readonly Stamp[]
     text = text.slice(0, start) + edit.text + text.slice(end);
   }
   if (!insertedByLineRules(document, edits, stamps)) verify(document, stamps, text);
+  return text;
+}
+
+/**
+ * Whether the document may hold aliases or merge keys: only yaml reads them (the fast reader gives up on
+ * `&`, `*` and `<<`), and they need a `*` or `<<` in the text. A cheap filter before `sharesStampedMapping`.
+ */
+function mayShare(document: ParsedDocument): boolean {
+  return document.fastRead !== true && (document.text.includes('*') || document.text.includes('<<'));
+}
+
+/**
+ * Whether a mapping the stamp would edit (a template, its `metadata`, its `annotations`) or one around
+ * it is used more than once in the document: an anchored mapping (`template: &tpl`) that an alias uses
+ * elsewhere. yaml gives every use of an anchor the same object, as Go gives them the same content, so
+ * a mapping reached by two ways is one that an edit of its text would change in both places.
+ */
+function sharesStampedMapping(value: unknown, stamps: readonly Stamp[]): boolean {
+  const uses = new Map<object, number>();
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const node = stack.pop();
+    if (typeof node !== 'object' || node === null) continue;
+    const count = (uses.get(node) ?? 0) + 1;
+    uses.set(node, count);
+    if (count === 1) for (const child of Object.values(node)) stack.push(child);
+  }
+  const shared = (node: unknown): boolean => typeof node === 'object' && node !== null && (uses.get(node) ?? 0) > 1;
+  return stamps.some((stamp) => {
+    let node: unknown = value;
+    for (const step of [...stamp.templatePath, ...ANNOTATION_PATH.slice(0, -1)]) {
+      if (shared(node)) return true;
+      node = (node as Record<string | number, unknown> | null | undefined)?.[step];
+    }
+    return shared(node);
+  });
+}
+
+/**
+ * The stamp for a template whose text is shared (an anchor used elsewhere, an alias, a merge key): the
+ * document is written out as Go reads it, every alias and merge expanded, as JSON (which Go's YAML
+ * reader reads as the same values; Argo CD turns every document into JSON anyway), with the annotation
+ * in each stamped template only. So no other use changes, and each workload has its own hash even when
+ * two share one template. Comments and the layout of this document are lost; the text before its
+ * content (its `---`, leading comments) and its line endings are kept. Checked like every stamp.
+ */
+function stampExpanded(document: ParsedDocument, stamps: readonly Stamp[]): string {
+  // Through JSON: every use of a shared mapping becomes its own copy, as in Go's reading.
+  const copy = JSON.parse(JSON.stringify(document.value)) as unknown;
+  for (const stamp of stamps) {
+    const template = getIn(copy, stamp.templatePath);
+    const field = stamp.templatePath.map(String);
+    if (!isObject(template)) throw new InvalidInputError(parsedLocation(document), `${field.join('.')}: the pod template must be a mapping`);
+    let map = template;
+    for (const key of ANNOTATION_PATH.slice(0, -1)) {
+      field.push(key);
+      const child = map[key];
+      if (child === undefined || child === null) map[key] = {};
+      else if (!isObject(child)) throw new InvalidInputError(parsedLocation(document), `${field.join('.')}: must be a mapping`);
+      map = map[key] as Record<string, unknown>;
+    }
+    map[HASH_ANNOTATION] = stamp.hash;
+  }
+  const eol = document.text.includes('\r\n') ? '\r\n' : '\n';
+  const contentStart = Math.max(0, document.root.range[0] - document.rangeBase);
+  const text = `${document.text.slice(0, contentStart)}${JSON.stringify(copy, null, 2).replaceAll('\n', eol)}${eol}`;
+  verify(document, stamps, text);
   return text;
 }
 
@@ -196,15 +274,16 @@ class Source {
     const walked: string[] = [];
     for (const step of path) {
       walked.push(String(step));
-      if (node?.type === 'other') this.#fail(walked, FROM_ALIAS);
+      if (node?.type === 'other') throw new SharedText();
       if (typeof step === 'number') {
         node = node?.type === 'seq' ? node.items[step] : undefined;
       } else {
         node = node?.type === 'map' ? findPair(node, step)?.value : undefined;
       }
-      if (node === undefined) this.#fail(walked, FROM_ALIAS);
+      // Not in the text: merged in with `<<` (the value has it, so the planner found it).
+      if (node === undefined) throw new SharedText();
     }
-    if (node?.type === 'other') this.#fail(walked, FROM_ALIAS);
+    if (node?.type === 'other') throw new SharedText();
     if (node?.type !== 'map') this.#fail(walked, 'the pod template must be a mapping');
     return node;
   }
@@ -219,11 +298,11 @@ class Source {
     if (key === undefined) throw new Error('ensure needs at least one key');
     const here = [...field, key];
     // Keys merged in with `<<` are not in this mapping's text: adding one here would override them all.
-    if (findPair(map, '<<') !== undefined) this.#fail(field, FROM_ALIAS);
+    if (findPair(map, '<<') !== undefined) throw new SharedText();
     const pair = findPair(map, key);
     if (pair === undefined) return this.#insertPair(map, keys, hash);
     const value = pair.value as TreeNode;
-    if (value.type === 'other') this.#fail(here, FROM_ALIAS);
+    if (value.type === 'other') throw new SharedText();
     if (rest.length === 0) {
       if (isNullNode(value)) return this.#replaceNull(map, pair, [], hash);
       return this.#replaceValue(value, quoted(hash));
@@ -339,7 +418,7 @@ function verify(document: ParsedDocument, stamps: readonly Stamp[], text: string
     // Read back by the same reader that read the input: this checks the splice, not the reader. The
     // readers themselves are held to Go's reading by the Go-oracle tests, and re-reading every stamped
     // workload with yaml cost more than half of generate's time (ADR 6).
-    values = parseStream({ label: document.file, text }, { maxDocumentBytes: Number.MAX_SAFE_INTEGER, maxAliasCount: -1, maxDepth: Number.MAX_SAFE_INTEGER }).map((d) => d.value);
+    values = parseStream({ label: document.file, text }, { maxDocumentBytes: Number.MAX_SAFE_INTEGER, maxAliases: Number.MAX_SAFE_INTEGER, maxDepth: Number.MAX_SAFE_INTEGER }).map((d) => d.value);
   } catch {
     return fail();
   }

@@ -12,12 +12,13 @@ import path from 'node:path';
 import { isInside } from '../config.ts';
 import type { PluginConfig } from '../config.ts';
 import { BudgetExceededError, RenderError, UsageError } from '../errors.ts';
+import { decodeSource } from './decode.ts';
 import { MAX_RENDER_BYTES } from './process.ts';
 import type { RenderedStream } from './types.ts';
 
 const MANIFEST_FILE = /\.(ya?ml|json)$/;
 
-/** Reads the manifest files of a directory app, in walk order. */
+/** Reads the manifest files of a directory app, in walk order. A file that is not UTF-8 is refused (InvalidInputError, decode.ts). */
 export async function renderDirectory(config: PluginConfig, signal: AbortSignal): Promise<RenderedStream[]> {
   const files = await listManifestFiles(config);
   const streams: RenderedStream[] = [];
@@ -28,14 +29,14 @@ export async function renderDirectory(config: PluginConfig, signal: AbortSignal)
     if (total > MAX_RENDER_BYTES) {
       throw new RenderError(`the manifest files add up to more than ${MAX_RENDER_BYTES / (1024 * 1024)} MiB; refusing to read more (at ${file.label})`);
     }
-    let text: string;
+    let bytes: Buffer;
     try {
-      text = await readFile(file.absolute, { encoding: 'utf8', signal });
+      bytes = await readFile(file.absolute, { signal });
     } catch (error) {
       if (signal.aborted) throw new BudgetExceededError(`reading ${file.label} was stopped: ${reasonText(signal.reason)}`, { cause: error });
       throw new RenderError(`cannot read ${file.label}: ${(error as Error).message}`, '', { cause: error });
     }
-    streams.push({ label: file.label, text });
+    streams.push(await decodeSource(file.label, bytes, false));
   }
   return streams;
 }

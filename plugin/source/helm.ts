@@ -12,6 +12,7 @@ import { RenderError, UsageError } from '../errors.ts';
 import { envsubst } from './envsubst.ts';
 import { loadYaml } from '../lazy-yaml.ts';
 import { expandGlob, GlobPatternError, isGlobPath } from './values-glob.ts';
+import { decodeSource } from './decode.ts';
 import { runProcess } from './process.ts';
 import type { RenderedStream } from './types.ts';
 
@@ -93,25 +94,25 @@ export async function renderHelm(config: PluginConfig, signal: AbortSignal, onSt
     overrideVariable: 'DRIFTLESS_HELM',
     redact: helmSecretValues(config),
   } as const;
-  const template = (): Promise<string> => runProcess({
+  const template = (): Promise<Buffer> => runProcess({
     ...common,
     args: templateArgs,
     display: 'helm template',
     ...(stdin === '' ? {} : { stdin }),
     ...(onStarted === undefined ? {} : { onSpawn: onStarted }),
   });
-  let text: string;
+  let output: Buffer;
   try {
-    text = await template();
+    output = await template();
   } catch (error) {
     // Argo CD's order (reposerver helmTemplate): render first, build dependencies only when helm says they
     // are missing. Guessing from charts/ instead would build (and so fetch, and fail offline) for a
     // dependency vendored under another directory name, which helm finds by its Chart.yaml name.
     if (!isMissingDependencyError(error)) throw error;
     await runProcess({ ...common, args: ['dependency', 'build', '.'], display: 'helm dependency build (helm template reported missing dependencies)' });
-    text = await template();
+    output = await template();
   }
-  return [{ label: HELM_LABEL, text, rendered: true }];
+  return [await decodeSource(HELM_LABEL, output, true)];
 }
 
 /**

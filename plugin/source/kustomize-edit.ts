@@ -101,7 +101,7 @@ export async function editedCopy(config: PluginConfig, signal: AbortSignal, reda
       filter: (source) => path.basename(source) !== '.git',
     });
     const appDir = path.join(copyOfRoot, path.relative(root, config.appDir));
-    const edit = (args: readonly string[], display: string): Promise<string> => runProcess({
+    const edit = (args: readonly string[], display: string): Promise<Buffer> => runProcess({
       tool: 'kustomize',
       command: config.tools.kustomize,
       args,

@@ -4,6 +4,7 @@
  */
 import type { PluginConfig } from '../config.ts';
 import { editedCopy, hasOverrides } from './kustomize-edit.ts';
+import { decodeSource } from './decode.ts';
 import { runProcess } from './process.ts';
 import { secretGeneratorLiterals } from './secret-literals.ts';
 import type { RenderedStream } from './types.ts';
@@ -37,7 +38,7 @@ export async function renderKustomize(config: PluginConfig, signal: AbortSignal,
   const redact = await secretGeneratorLiterals(config.appDir, config.repoRoot);
   const copy = hasOverrides(config.kustomize) ? await editedCopy(config, signal, redact) : undefined;
   try {
-    const text = await runProcess({
+    const output = await runProcess({
       tool: 'kustomize',
       command: config.tools.kustomize,
       args: kustomizeArgs(config),
@@ -49,7 +50,7 @@ export async function renderKustomize(config: PluginConfig, signal: AbortSignal,
       redact,
       ...(onStarted === undefined ? {} : { onSpawn: onStarted }),
     });
-    return [{ label: KUSTOMIZE_LABEL, text, rendered: true }];
+    return [await decodeSource(KUSTOMIZE_LABEL, output, true)];
   } finally {
     await copy?.dispose();
   }

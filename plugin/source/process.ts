@@ -48,18 +48,18 @@ export interface RunOptions {
 }
 
 /**
- * Runs the command and resolves with its stdout (UTF-8) when it exits 0.
+ * Runs the command and resolves with its stdout, as bytes (decode.ts makes them text), when it exits 0.
  * Rejects with RenderError on a non-zero exit, a missing executable or too much
  * output, and with BudgetExceededError when `signal` aborts; in both of the
  * last cases the child's whole process group is stopped first.
  */
-export function runProcess(options: RunOptions): Promise<string> {
+export function runProcess(options: RunOptions): Promise<Buffer> {
   const maxStdout = options.maxStdoutBytes ?? MAX_RENDER_BYTES;
   const grace = options.killGraceMs ?? KILL_GRACE_MS;
   const { signal } = options;
   if (signal.aborted) return Promise.reject(stopped(options, signal.reason));
 
-  return new Promise<string>((resolve, reject) => {
+  return new Promise<Buffer>((resolve, reject) => {
     // detached: the child leads its own process group, so stopping it also
     // stops whatever it started (helm plugins, kustomize's helm).
     let child: ReturnType<typeof spawn>;
@@ -129,7 +129,7 @@ export function runProcess(options: RunOptions): Promise<string> {
         return;
       }
       if (code === 0) {
-        resolve(Buffer.concat(stdout).toString('utf8'));
+        resolve(Buffer.concat(stdout));
         return;
       }
       const status = code === null ? `was killed by ${exitSignal}` : `failed with exit code ${code}`;

@@ -3,12 +3,13 @@
  * argocd-vault-plugin), read whole and bounded like a renderer's stdout.
  */
 import { BudgetExceededError, RenderError } from '../errors.ts';
+import { decodeSource } from './decode.ts';
 import { MAX_RENDER_BYTES } from './process.ts';
 import type { RenderedStream, SourceIo } from './types.ts';
 
 export const STDIN_LABEL = '<stdin>';
 
-/** Reads all of stdin. */
+/** Reads all of stdin. Bytes that are not UTF-8 are refused (InvalidInputError, decode.ts). */
 export async function renderStdin(io: SourceIo, signal: AbortSignal, maxBytes = MAX_RENDER_BYTES): Promise<RenderedStream[]> {
   const chunks: Buffer[] = [];
   let total = 0;
@@ -44,5 +45,5 @@ export async function renderStdin(io: SourceIo, signal: AbortSignal, maxBytes = 
   } finally {
     if (onAbort !== undefined) signal.removeEventListener('abort', onAbort);
   }
-  return [{ label: STDIN_LABEL, text: Buffer.concat(chunks).toString('utf8') }];
+  return [await decodeSource(STDIN_LABEL, Buffer.concat(chunks), false)];
 }

@@ -24,8 +24,8 @@ export interface CliOptions {
   readonly cwd: string;
   /** Extra environment on top of the Argo-CD-like base. */
   readonly env?: Readonly<Record<string, string>>;
-  /** Written to stdin, then stdin is closed. Omitted: stdin closed at once (unless keepStdinOpen). */
-  readonly stdin?: string;
+  /** Written to stdin (bytes as they are), then stdin is closed. Omitted: stdin closed at once (unless keepStdinOpen). */
+  readonly stdin?: string | Uint8Array;
   readonly keepStdinOpen?: boolean;
   /** Directory put first on PATH (the pinned kustomize and helm). */
   readonly binDir?: string;

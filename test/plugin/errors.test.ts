@@ -53,12 +53,17 @@ describe('errors: invalid input (exit 4)', () => {
     assert.doesNotMatch(result.stderr, /hidden/);
   });
 
-  it('rejects an integer JSON cannot carry, and a template built from an alias', async () => {
+  it('rejects an integer JSON cannot carry; a template built from an alias is stamped, not refused', async () => {
     const big = app({ 'cm.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\nspec:\n  n: 12345678901234567890\n' });
     assertFailure(await runCli(['generate'], { cwd: big }), 4, /cm\.yaml#0 ConfigMap a: line 5, column 6: a number that JSON cannot carry exactly/);
     const aliased = DEPLOYMENT().replace('spec:\n  template:\n', 'x: &t\n').replace(/\n$/, '\nspec:\n  template: *t\n');
     const dir = app({ 'cm.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\n', 'd.yaml': aliased });
-    assertFailure(await runCli(['generate'], { cwd: dir }), 4, /d\.yaml#0 Deployment web: spec\.template: the pod template is built from a YAML alias or merge key/);
+    const result = await runCli(['generate'], { cwd: dir });
+    assert.equal(result.code, 0, result.stderr);
+    // Written out as Go reads it (ADR 6): the template has the annotation, the anchored mapping `x` does not.
+    const deployment = JSON.parse(result.stdout.split('---\n').find((d) => d.includes('Deployment')) ?? '') as { x: { metadata?: unknown }; spec: { template: { metadata: { annotations: Record<string, string> } } } };
+    assert.match(deployment.spec.template.metadata.annotations['driftless.dev/config-hash'] ?? '', /^v1:[0-9a-f]{64}$/);
+    assert.equal(deployment.x.metadata, undefined);
   });
 
   it('rejects keys that Argo CD would keep one of at random (1 and "1"), naming the object', async () => {
@@ -76,6 +81,13 @@ describe('errors: invalid input (exit 4)', () => {
     const text = `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: bomb}\nspec:\n${bomb.map((l) => `  ${l}`).join('\n')}\n`;
     const dir = app({ 'bomb.yaml': text });
     assertFailure(await runCli(['generate'], { cwd: dir }), 4, /bomb\.yaml#0 ConfigMap bomb: YAML aliases expand beyond the limit/);
+  });
+
+  it('rejects a !!binary value (Go decodes it, the plugin cannot hash it as Go reads it), saying what to write instead', async () => {
+    const dir = app({ 's.yaml': 'apiVersion: v1\nkind: Secret\nmetadata: {name: creds}\nstringData:\n  token: !!binary c2VjcmV0LXZhbHVl\n' });
+    const result = await runCli(['generate'], { cwd: dir });
+    assertFailure(result, 4, /s\.yaml#0 Secret creds: line 5, column 10: a !!binary value, which Argo CD's YAML parser decodes from base64 and this plugin does not read; put the base64 text without the tag under data \(Secret\) or binaryData \(ConfigMap\), or write the decoded text as a plain string/);
+    assert.doesNotMatch(result.stderr, /c2VjcmV0/);
   });
 
   it('rejects a document over 8 MiB, naming it', async () => {

@@ -30,6 +30,9 @@ function stamp(text: string, templatePath: readonly (string | number)[] = ['spec
   return out;
 }
 
+/** Each level merges the one before nine times: 9^12 merged mappings for Go (and copies for yaml). */
+const MERGE_BOMB = ['a0: &a0 {x: 1, y: 2}', ...Array.from({ length: 12 }, (_, i) => `a${i + 1}: &a${i + 1} {<<: [${Array(9).fill(`*a${i}`).join(', ')}], k${i}: 1}`)].join('\n') + '\n';
+
 describe('parseStream', () => {
   it('keeps every document\'s text byte for byte and drops empty documents', () => {
     const text = '# head\n---\na: yes # c\n---\n# only a comment\n---\n\'b\': "on"\n...\n---\nnull\n---\nc: 1\n';
@@ -86,13 +89,27 @@ describe('parseStream', () => {
     assert.throws(() => parseStream({ label: 'j', text: chunks }, limits), /^InvalidInputError: j#1: document is \d+ bytes/);
   });
 
-  it('bounds alias expansion', () => {
-    const text = 'a: &a [1, 2, 3, 4, 5, 6, 7, 8]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a]\nc: [*b, *b, *b, *b, *b, *b, *b, *b]\n';
+  it('bounds alias expansion as Go does: 150 aliases of a scalar are read, a billion laughs is refused', () => {
+    const many = `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: m}\ndata:\n  a: &v value\n${Array.from({ length: 150 }, (_, i) => `  k${i}: *v\n`).join('')}`;
+    const [read] = parseStream({ label: 'many.yaml', text: many });
+    assert.equal(Object.keys((read as { value: { data: object } }).value.data).length, 151);
+    let bomb = 'a: &a ["x","x","x","x","x","x","x","x","x"]\n';
+    for (let i = 1; i < 10; i++) bomb += `${String.fromCharCode(97 + i)}: &${String.fromCharCode(97 + i)} [${Array(9).fill(`*${String.fromCharCode(96 + i)}`).join(',')}]\n`;
     assert.throws(
-      () => parseStream({ label: 'bomb.yaml', text }, { ...DEFAULT_LIMITS, maxAliasCount: 10 }),
-      (e: unknown) => e instanceof InvalidInputError && /bomb\.yaml#0: YAML aliases expand beyond the limit \(maxAliasCount 10\)/.test(e.message),
+      () => parseStream({ label: 'bomb.yaml', text: bomb }),
+      (e: unknown) => e instanceof InvalidInputError && /^bomb\.yaml#0: YAML aliases expand beyond the limit of Argo CD's YAML parser \("document contains excessive aliasing".*; write the values out instead of aliasing them$/.test(e.message),
     );
-    assert.equal(parseStream({ label: 'ok.yaml', text }).length, 1, 'a few aliases are fine with the default');
+    // Merge keys expand too: Go decodes the merged mapping again for each use (and yaml would copy it).
+    assert.throws(() => parseStream({ label: 'm.yaml', text: MERGE_BOMB }), /excessive aliasing/);
+  });
+
+  it('refuses more aliases than yaml resolves in reasonable time, saying what to change', () => {
+    const text = `a: &v 1\n${Array.from({ length: 11 }, (_, i) => `k${i}: *v\n`).join('')}`;
+    assert.throws(
+      () => parseStream({ label: 'n.yaml', text }, { ...DEFAULT_LIMITS, maxAliases: 10 }),
+      (e: unknown) => e instanceof InvalidInputError && e.message.startsWith("n.yaml#0: more than 10 YAML aliases (*name) in one document, the plugin's limit; write some of the values out"),
+    );
+    assert.equal(parseStream({ label: 'n.yaml', text }, { ...DEFAULT_LIMITS, maxAliases: 11 }).length, 1);
   });
 
   it('reads plain scalars as Go does: e5, ".", 1e400 are strings; 0o17 and 1_000 ints', () => {
@@ -110,8 +127,13 @@ describe('parseStream', () => {
       ['{"a": 1e400}\n', /a number that JSON cannot carry exactly/],
       ['a: 1\n...\nb: 2\n', /line 3, column 1: a document after a \.\.\. end marker must start with ---/],
       ['a: !!int S3cr3tValue\n', /line 1, column 4: /],
-      ['a: !!binary aGk=\n', /line 1, column 4: /],
-      ['a: !foo x\n', /line 1, column 4: /],
+      ['a: !!binary aGk=\n', /line 1, column 4: a !!binary value, .*; put the base64 text without the tag under data \(Secret\) or binaryData \(ConfigMap\)/],
+      ['a: !<tag:yaml.org,2002:binary> aGk=\n', /line 1, column 4: a !!binary value/],
+      ['a: !!set {x}\n', /line 1, column 4: a !!set value, .*; remove the tag/],
+      ['a: !!omap [{x: 1}]\n', /a !!omap value, .*; remove the tag/],
+      ['a: !!timestamp 2001-01-01\n', /a !!timestamp value, .*; remove the tag and quote the value/],
+      ['a: !foo x\n', /line 1, column 4: a tag that is not a standard YAML type, .*; remove the tag/],
+      ['a: !<S3cr3tValue> x\n', /line 1, column 4: a tag that is not a standard YAML type/],
       ['~: 1\n', /a mapping key must be a string, an integer or a boolean/],
       ['1e3: 1\n', /a mapping key must be a string, an integer or a boolean/],
       ['b: &b {x: 1}\nm:\n  y: 2\n  <<: *b\n', /line 4, column 3: a merge key \(<<\) must come first/],
@@ -224,12 +246,45 @@ describe('stampDocument', () => {
     assert.equal(stampDocument(doc, []), 'a: yes\n');
   });
 
-  it('refuses, instead of changing meaning, when the template comes from a merge key', () => {
-    const text = 'apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\nbase: &base\n  metadata:\n    labels: {a: b}\n  spec: {}\nspec:\n  template:\n    <<: *base\n';
-    const built = /^in\.yaml#0 Deployment x: spec\.template: the pod template is built from a YAML alias or merge key; Driftless cannot add/;
-    assert.throws(() => stampDocument(only(text), [{ templatePath: ['spec', 'template'], hash: HASH }]), (e: unknown) => e instanceof InvalidInputError && built.test(e.message));
-    const alias = text.replace('    <<: *base\n', '').replace('  template:\n', '  template: *base\n');
-    assert.throws(() => stampDocument(only(alias), [{ templatePath: ['spec', 'template'], hash: HASH }]), (e: unknown) => e instanceof InvalidInputError && built.test(e.message));
+  it('stamps a template shared through an anchor as Go reads it: each use written out, only the workload annotated', () => {
+    // The pod template *is* an anchor, used again by a PodTemplate of the same List: splicing the annotation
+    // into the anchored text would annotate the PodTemplate too (Go expands the alias).
+    const anchored = 'apiVersion: v1\nkind: List\nitems:\n- apiVersion: apps/v1\n  kind: Deployment\n  metadata: {name: a}\n  spec:\n    template: &tpl\n      metadata:\n        labels: {app: a}\n      spec: {containers: [{name: c, image: i}]}\n- apiVersion: v1\n  kind: PodTemplate\n  metadata: {name: p}\n  template: *tpl\n';
+    const doc = only(anchored);
+    const out = stampDocument(doc, [{ templatePath: ['items', 0, 'spec', 'template'], hash: HASH }]);
+    const [read] = parseStream({ label: 'out', text: out });
+    const { items } = (read as { value: { items: { spec?: { template: unknown }; template?: unknown }[] } }).value;
+    assert.deepEqual(items[0]?.spec?.template, { metadata: { labels: { app: 'a' }, annotations: { [HASH_ANNOTATION]: HASH } }, spec: { containers: [{ name: 'c', image: 'i' }] } });
+    assert.deepEqual(items[1]?.template, { metadata: { labels: { app: 'a' } }, spec: { containers: [{ name: 'c', image: 'i' }] } }, 'the other use is unchanged');
+    assert.equal(items.length, 2);
+
+    // Two workloads of one template (`template: *tpl`): each gets its own hash, as their namespaces differ.
+    const two = anchored.replace('kind: PodTemplate\n  metadata: {name: p}\n  template: *tpl', 'kind: Deployment\n  metadata: {name: b, namespace: other}\n  spec:\n    template: *tpl');
+    const other = `v1:${'f'.repeat(64)}`;
+    const both = stampDocument(only(two), [{ templatePath: ['items', 0, 'spec', 'template'], hash: HASH }, { templatePath: ['items', 1, 'spec', 'template'], hash: other }]);
+    const [readBoth] = parseStream({ label: 'out', text: both });
+    const stamped = (readBoth as { value: { items: { spec: { template: { metadata: { annotations: Record<string, string> } } } }[] } }).value.items;
+    assert.equal(stamped[0]?.spec.template.metadata.annotations[HASH_ANNOTATION], HASH);
+    assert.equal(stamped[1]?.spec.template.metadata.annotations[HASH_ANNOTATION], other);
+
+    // A template built with a merge key: the merged keys, then the annotation, as Go reads them.
+    const merged = 'apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\nbase: &base\n  metadata:\n    labels: {a: b}\n  spec: {}\nspec:\n  template:\n    <<: *base\n';
+    const fromMerge = parseStream({ label: 'out', text: stampDocument(only(merged), [{ templatePath: ['spec', 'template'], hash: HASH }]) })[0]?.value as { base: unknown; spec: { template: unknown } };
+    assert.deepEqual(fromMerge.spec.template, { metadata: { labels: { a: 'b' }, annotations: { [HASH_ANNOTATION]: HASH } }, spec: {} });
+    assert.deepEqual(fromMerge.base, { metadata: { labels: { a: 'b' } }, spec: {} }, 'the merged mapping is unchanged');
+  });
+
+  it('keeps the document\'s own --- and its line endings when it writes a shared template out', () => {
+    const text = '---\r\napiVersion: apps/v1\r\nkind: Deployment\r\nmetadata: {name: x}\r\nx: &t {spec: {}}\r\nspec:\r\n  template: *t\r\n';
+    const out = stampDocument(only(text), [{ templatePath: ['spec', 'template'], hash: HASH }]);
+    assert.ok(out.startsWith('---\r\n{'), out);
+    assert.ok(out.endsWith('}\r\n') && !/[^\r]\n/.test(out), JSON.stringify(out));
+  });
+
+  it('an anchor that no alias uses, or one outside the template, changes nothing: the annotation is spliced in', () => {
+    const text = 'apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x, labels: &l {a: b}}\nspec:\n  selector: {matchLabels: *l}\n  template: &unused\n    metadata:\n      labels: {a: b}\n    spec: {}\n';
+    const out = stampDocument(only(text), [{ templatePath: ['spec', 'template'], hash: HASH }]);
+    assert.equal(out, text.replace('    metadata:\n      labels', `    metadata:\n      annotations:\n        ${HASH_ANNOTATION}: "${HASH}"\n      labels`));
   });
 
   it('keeps a comment after an empty annotations/metadata a comment, and CRLF line endings', () => {

@@ -17,10 +17,11 @@ import { parseConfig } from '../../plugin/config.ts';
 import { parseStream } from '../../plugin/documents.ts';
 import { InvalidInputError, exitCodeFor } from '../../plugin/errors.ts';
 import { joinDocuments } from '../../plugin/output.ts';
+import { decodeSource } from '../../plugin/source/decode.ts';
 import { stampDocument } from '../../plugin/stamp.ts';
 import { FIXTURES, GOLDEN } from './cli.ts';
 import { Gen } from './gen.ts';
-import { readWithGo } from './goyaml.ts';
+import { readBytesWithGo, readWithGo } from './goyaml.ts';
 import type { GoDocument } from './goyaml.ts';
 import { ensureTools } from '../tools.ts';
 
@@ -199,6 +200,72 @@ describe('Go oracle: the plugin reads every document as Argo CD does, or rejects
     assert.ok(rejected < streams.length / 4, `${rejected} of ${streams.length} rejected`);
   });
 
+  it('bytes: what Go refuses (not UTF-8, control characters) or cuts short (UTF-16) the plugin refuses; the rest it reads alike', async () => {
+    const encode = (text: string): Buffer => Buffer.from(text, 'utf8');
+    const utf16 = (text: string, bom: readonly number[], encoding: 'utf16le' | 'be'): Buffer => {
+      const le = Buffer.from(text, 'utf16le');
+      return Buffer.concat([Buffer.from(bom), encoding === 'utf16le' ? le : Buffer.from(le).swap16()]);
+    };
+    const head = 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n';
+    const refused: Buffer[] = [
+      ...[[0xe9], [0xe8], [0xff], [0xc0, 0x80], [0xed, 0xa0, 0x80], [0xf4, 0x90, 0x80, 0x80], [0xe2, 0x82]].map((bad) =>
+        Buffer.concat([encode(`${head}data: {a: "caf`), Buffer.from(bad), encode('"}\n')])),
+      Buffer.concat([encode(`${head}---\n${head}# `), Buffer.from([0xe9]), encode('\n')]),
+      ...[0x00, 0x01, 0x1b, 0x7f, 0x80, 0x9f, 0xfffe, 0xffff].map((code) => encode(`${head}data: {a: "x${String.fromCharCode(code)}y"}\n`)),
+      encode(`${head}# a comment with a NUL \u0000\n`),
+      utf16(`${head}---\n${head}`, [0xff, 0xfe], 'utf16le'),
+      utf16(`${head}---\n${head}`, [0xfe, 0xff], 'be'),
+      utf16(head, [], 'utf16le'),
+    ];
+    for (const stream of refused) {
+      const go = readBytesWithGo(goyaml, stream);
+      const goRefuses = go.some((d) => 'error' in d);
+      // UTF-16 with a byte order mark: Go reads the first document only, and silently.
+      assert.ok(goRefuses || go.length === 1, `Go reads all of ${stream.toString('hex')}: ${JSON.stringify(go)}`);
+      await assert.rejects(async () => parseStream(await decodeSource('x', stream, false)), (error: unknown) =>
+        error instanceof InvalidInputError && exitCodeFor(error) === 4, stream.toString('hex'));
+    }
+    // A byte order mark, tab, NEL-free non-ASCII and the highest planes are UTF-8 that both read alike.
+    const read = [`\ufeff${head}data: {a: "caf\u00e9 \u00a0 \ud7ff \ue000 \ufffd \u{10000} \u{10ffff}\tx"}\n`];
+    for (const text of read) {
+      const go = readBytesWithGo(goyaml, encode(text));
+      const ours = parseStream(await decodeSource('x', encode(text), false)).map((d) => asJson(d.value));
+      assert.deepStrictEqual(ours, go.map((d) => (d as { json: unknown }).json));
+    }
+  });
+
+  it('aliases: accepted and refused exactly where Go accepts and refuses them (it bounds expansion, not count)', () => {
+    const streams: string[] = [];
+    // Go refuses once aliases are over 99% of what it decoded (less past 400,000 values): m lists of k,
+    // with filler before or after, fall on both sides of that line (m=150, k=1 is the issue's 150 aliases).
+    for (const k of [1, 40, 100, 400]) {
+      for (const m of [150, 300, 1000, 3000]) {
+        for (const filler of [0, 30, 2000]) {
+          for (const before of [true, false]) {
+            const list = `a: &a [${Array.from({ length: k }, (_, i) => `v${i}`).join(', ')}]\nb: [${Array(m).fill('*a').join(', ')}]\n`;
+            const fill = `f: [${Array(filler).fill('0').join(', ')}]\n`;
+            streams.push(before ? fill + list : list + fill);
+          }
+        }
+      }
+    }
+    let bomb = 'a: &a [x, x, x, x, x, x, x, x, x]\n';
+    for (let i = 1; i < 10; i++) bomb += `${String.fromCharCode(97 + i)}: &${String.fromCharCode(97 + i)} [${Array(9).fill(`*${String.fromCharCode(96 + i)}`).join(', ')}]\n`;
+    streams.push(bomb);
+    streams.push(['a0: &a0 {x: 1, y: 2}', ...Array.from({ length: 12 }, (_, i) => `a${i + 1}: &a${i + 1} {<<: [${Array(9).fill(`*a${i}`).join(', ')}], k${i}: 1}`)].join('\n') + '\n');
+    const go = goRead(streams);
+    let refusedByGo = 0;
+    streams.forEach((text, i) => {
+      const goRefuses = (go[i] ?? []).some((d) => 'error' in d && /excessive aliasing/.test(d.error));
+      if (goRefuses) refusedByGo++;
+      const ours = pluginRead(text);
+      assert.equal(ours === 'rejected', goRefuses, `Go ${goRefuses ? 'refuses' : 'reads'} ${text.length > 300 ? `${text.slice(0, 300)}…` : text}`);
+      if (ours !== 'rejected') assert.deepStrictEqual(ours.map(asJson), (go[i] ?? []).map((d) => (d as { json: unknown }).json));
+    });
+    // Both outcomes occur, so the comparison tests the boundary.
+    assert.ok(refusedByGo > 2 && refusedByGo < streams.length - 10, `${refusedByGo} of ${streams.length} refused by Go`);
+  });
+
   it('2,000 generated documents full of YAML 1.1 traps', () => {
     const streams: string[] = [];
     for (let seed = 1; seed <= 1000; seed++) {
@@ -280,6 +347,43 @@ describe('Go oracle: stamped layouts read by Go are the input plus the annotatio
       assert.ok(after !== undefined && 'json' in after, `Go cannot read the output: ${JSON.stringify(outputs[i])} (${JSON.stringify(after)})`);
       assert.equal(unstamp(after.json, before.json), 1, JSON.stringify(outputs[i]));
       assert.deepStrictEqual(after.json, before.json, `output means something else: ${JSON.stringify(outputs[i])}`);
+    });
+  });
+});
+
+describe('Go oracle: a template whose text is shared (anchor, alias, merge key) is stamped as Go reads it', () => {
+  it('only the stamped template gets the annotation; every other use of the anchor reads as before', () => {
+    const hash = `v1:${'cd'.repeat(32)}`;
+    const head = 'apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: w\n';
+    const layouts = [
+      'x: &t {metadata: {labels: {a: b}}, spec: {}}\nspec:\n  template: *t\n',
+      'spec:\n  template: &t\n    spec: {}\nother: *t\n',
+      'spec:\n  template: &t\n    metadata:\n      labels: {a: b}\n    spec: {}\nother: [*t, *t]\n',
+      'base: &b {spec: {}}\nspec:\n  template:\n    <<: *b\n    metadata: {labels: {x: y}}\n',
+      'base: &b {metadata: {labels: {x: y}}}\nspec:\n  template:\n    <<: [*b, {spec: {}}]\n',
+      'spec:\n  template:\n    metadata: &m\n      labels: {a: b}\n    spec: {}\nextra: *m\n',
+      'spec:\n  template:\n    metadata:\n      annotations: &an {k: v}\n    spec: {}\nextra: {a: *an}\n',
+      'spec: &s\n  template:\n    spec: {}\nspec2: *s\n',
+    ];
+    const inputs: string[] = [];
+    const outputs: string[] = [];
+    for (const layout of layouts) {
+      for (const variant of [(t: string) => t, (t: string) => `# lead\n---\n${t}`, (t: string) => t.replaceAll('\n', '\r\n')]) {
+        const input = variant(`${head}${layout}`);
+        const [doc] = parseStream({ label: 'x', text: input });
+        assert.ok(doc !== undefined);
+        inputs.push(input);
+        outputs.push(joinDocuments([{ text: stampDocument(doc, [{ templatePath: ['spec', 'template'], hash }]), explicitStart: doc.explicitStart }]));
+      }
+    }
+    const go = goRead([...inputs, ...outputs]);
+    inputs.forEach((input, i) => {
+      const [before] = go[i] as GoDocument[];
+      const [after] = go[inputs.length + i] as GoDocument[];
+      assert.ok(before !== undefined && 'json' in before, `Go cannot read the input: ${JSON.stringify(input)}`);
+      assert.ok(after !== undefined && 'json' in after, `Go cannot read the output: ${JSON.stringify(outputs[i])} (${JSON.stringify(after)})`);
+      assert.equal(unstamp(after.json, before.json), 1, JSON.stringify(outputs[i]));
+      assert.deepStrictEqual(after.json, before.json, `output means something else: ${JSON.stringify(input)} -> ${JSON.stringify(outputs[i])}`);
     });
   });
 });

@@ -23,3 +23,10 @@ export function readWithGo(goyaml: string, streams: readonly string[]): GoDocume
   assert.equal(out.length, streams.length);
   return out;
 }
+
+/** Reads one stream given as bytes (any bytes, a NUL or invalid UTF-8 included) with one Go process. */
+export function readBytesWithGo(goyaml: string, stream: Uint8Array): GoDocument[] {
+  const result = spawnSync(goyaml, [], { input: stream, encoding: 'utf8', maxBuffer: 1 << 30 });
+  assert.equal(result.status, 0, result.stderr);
+  return result.stdout.split('\n').filter((line) => line !== '').map((line) => JSON.parse(line) as GoDocument);
+}

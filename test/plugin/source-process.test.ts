@@ -14,7 +14,8 @@ const never = new AbortController().signal;
 async function run(script: string, overrides: Partial<RunOptions> = {}): Promise<string> {
   const dir = await tempDir();
   const command = await fakeTool(dir, 'tool', script);
-  return runProcess({ tool: 'tool', command, args: [], display: 'tool run', cwd: dir, env: { PATH: process.env['PATH'] ?? '' }, signal: never, ...overrides });
+  const out = await runProcess({ tool: 'tool', command, args: [], display: 'tool run', cwd: dir, env: { PATH: process.env['PATH'] ?? '' }, signal: never, ...overrides });
+  return out.toString('utf8');
 }
 
 describe('runProcess', () => {
