@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { HASH_ANNOTATION } from '../../core/index.ts';
-import { DEFAULT_LIMITS, parseStream, splitJsonStream } from '../../plugin/documents.ts';
+import { DEFAULT_LIMITS, parseStream, splitJsonStream } from '../../plugin/yaml/documents.ts';
 import { InvalidInputError } from '../../plugin/errors.ts';
 import { joinDocuments } from '../../plugin/output.ts';
 import { stampDocument } from '../../plugin/stamp.ts';

@@ -1,7 +1,7 @@
 import type { Document, DocumentOptions, ParseOptions, Scalar, SchemaOptions } from 'yaml';
-import { InvalidInputError } from './errors.ts';
+import { InvalidInputError } from '../errors.ts';
 import { loadYaml } from './lazy-yaml.ts';
-import type { InputLocation } from './errors.ts';
+import type { InputLocation } from '../errors.ts';
 import { KeyCache, readFastDocument, readFastTree } from './fast-yaml.ts';
 import { goAliasUse } from './go-aliases.ts';
 import { GO_SCALAR_TAGS, classifyGoPlain } from './go-scalars.ts';
@@ -11,7 +11,7 @@ import { splitDocuments } from './split.ts';
 import type { Region } from './split.ts';
 import { skimIdentity } from './skim.ts';
 import type { Identity } from './skim.ts';
-import { apiGroup, readsBeyondIdentity } from '../core/index.ts';
+import { apiGroup, readsBeyondIdentity } from '../../core/index.ts';
 
 /**
  * The YAML layer of the plugin: split each rendered stream into documents,
