@@ -2,8 +2,8 @@ import { readFile } from 'node:fs/promises';
 import { expandLists, planWorkloads, toManifest } from '../core/index.ts';
 import type { HashKey, Manifest, OutOfBandIndex, WorkloadPlan } from '../core/index.ts';
 import type { PluginConfig } from './config.ts';
-import { DEFAULT_LIMITS, parseStream } from './documents.ts';
-import type { DocumentLimits, ParsedDocument, TextStream } from './documents.ts';
+import { DEFAULT_LIMITS, parseStream } from './yaml/documents.ts';
+import type { DocumentLimits, ParsedDocument, TextStream } from './yaml/documents.ts';
 import { InvalidInputError, UsageError } from './errors.ts';
 import { readOutOfBand } from './out-of-band.ts';
 

@@ -1,11 +1,11 @@
 import { isDeepStrictEqual } from 'node:util';
 import { HASH_ANNOTATION } from '../core/index.ts';
-import { parseStream } from './documents.ts';
-import { readFastDocument } from './fast-yaml.ts';
-import type { ParsedDocument, TreeNode } from './documents.ts';
+import { parseStream } from './yaml/documents.ts';
+import { readFastDocument } from './yaml/fast-yaml.ts';
+import type { ParsedDocument, TreeNode } from './yaml/documents.ts';
 import { InvalidInputError } from './errors.ts';
-import { parsedLocation } from './locate.ts';
-import type { FastMap, FastPair } from './fast-yaml.ts';
+import { parsedLocation } from './yaml/locate.ts';
+import type { FastMap, FastPair } from './yaml/fast-yaml.ts';
 
 /**
  * Writes the hash annotation into a document by splicing text, so that the

@@ -1,7 +1,7 @@
 import { HASH_ANNOTATION, describeObject } from '../../core/index.ts';
 import type { WorkloadPlan } from '../../core/index.ts';
 import type { PluginConfig } from '../config.ts';
-import type { DocumentLimits } from '../documents.ts';
+import type { DocumentLimits } from '../yaml/documents.ts';
 import { analyse } from '../pipeline.ts';
 import type { Render } from '../pipeline.ts';
 import type { CommandResult } from './generate.ts';

@@ -1,11 +1,11 @@
 import type { PluginConfig } from '../config.ts';
-import type { DocumentLimits } from '../documents.ts';
+import type { DocumentLimits } from '../yaml/documents.ts';
 import { joinDocuments } from '../output.ts';
 import { analyse } from '../pipeline.ts';
 import type { Render } from '../pipeline.ts';
 import { stampDocument } from '../stamp.ts';
 import type { Stamp } from '../stamp.ts';
-import type { ParsedDocument } from '../documents.ts';
+import type { ParsedDocument } from '../yaml/documents.ts';
 
 /** What a command produced: the complete stdout, and lines for stderr. Nothing is written until it succeeded. */
 export interface CommandResult {

@@ -35,7 +35,7 @@ export async function decodeSource(label: string, bytes: Uint8Array, rendered: b
 /** The refusal, built only on the way to an error: where the first bad byte is, and what to do. */
 async function notUtf8(label: string, bytes: Uint8Array, rendered: boolean, cause: unknown): Promise<InvalidInputError> {
   // Loaded here only: the source modules are loaded before the renderer starts, and a valid render never needs these.
-  const [{ Locator }, { splitDocuments }] = await Promise.all([import('../locate.ts'), import('../split.ts')]);
+  const [{ Locator }, { splitDocuments }] = await Promise.all([import('../yaml/locate.ts'), import('../yaml/split.ts')]);
   const at = firstInvalidUtf8(bytes) ?? 0;
   const buffer = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   // The text up to the bad byte is valid, so its length is the bad byte's offset in the (lenient) text.

@@ -10,7 +10,7 @@ import { isInside } from '../config.ts';
 import type { PluginConfig } from '../config.ts';
 import { RenderError, UsageError } from '../errors.ts';
 import { envsubst } from './envsubst.ts';
-import { loadYaml } from '../lazy-yaml.ts';
+import { loadYaml } from '../yaml/lazy-yaml.ts';
 import { expandGlob, GlobPatternError, isGlobPath } from './values-glob.ts';
 import { decodeSource } from './decode.ts';
 import { runProcess } from './process.ts';

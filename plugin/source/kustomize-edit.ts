@@ -13,7 +13,7 @@ import { isInside } from '../config.ts';
 import type { KustomizeOptions, PluginConfig } from '../config.ts';
 import { RenderError, UsageError } from '../errors.ts';
 import { envsubst } from './envsubst.ts';
-import { loadYaml } from '../lazy-yaml.ts';
+import { loadYaml } from '../yaml/lazy-yaml.ts';
 import { runProcess } from './process.ts';
 
 /** Kustomize's file names, in its lookup order (as Argo CD's findKustomizeFile). */

@@ -7,8 +7,8 @@
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { isInside } from '../config.ts';
-import { readFastDocument } from '../fast-yaml.ts';
-import { loadYaml } from '../lazy-yaml.ts';
+import { readFastDocument } from '../yaml/fast-yaml.ts';
+import { loadYaml } from '../yaml/lazy-yaml.ts';
 
 /** Kustomize's file names, in its lookup order. */
 const KUSTOMIZATION_FILES = ['kustomization.yaml', 'kustomization.yml', 'Kustomization'];

@@ -11,7 +11,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { parseStream } from '../../plugin/documents.ts';
+import { parseStream } from '../../plugin/yaml/documents.ts';
 import { InvalidInputError, exitCodeFor } from '../../plugin/errors.ts';
 import { decodeSource, firstInvalidUtf8 } from '../../plugin/source/decode.ts';
 import { runCli } from './cli.ts';

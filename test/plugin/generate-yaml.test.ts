@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { HASH_ANNOTATION } from '../../core/index.ts';
-import { DEFAULT_LIMITS, parseStream, splitJsonStream } from '../../plugin/documents.ts';
+import { DEFAULT_LIMITS, parseStream, splitJsonStream } from '../../plugin/yaml/documents.ts';
 import { InvalidInputError } from '../../plugin/errors.ts';
 import { joinDocuments } from '../../plugin/output.ts';
 import { stampDocument } from '../../plugin/stamp.ts';
@@ -141,6 +141,24 @@ describe('parseStream', () => {
       ['--- a\n', /line 1, column 1: a line starting with --- must be a document separator/],
     ] as const) {
       assert.throws(() => parseStream({ label: 'f.yaml', text }), (e: unknown) => e instanceof InvalidInputError && problem.test(e.message) && !/S3cr3t|aGk=/.test(e.message), text);
+    }
+  });
+
+  it('numbers documents as Argo CD splits them on every path, also in a refusal after a ... end marker', () => {
+    // `b: 2` is in the splitter's document #1 (after `...` it reads on to the next `---`); yaml alone sees a third document.
+    const text = 'x: 0\n---\na: 1\n...\nb: 2\n---\nc: 3\n';
+    for (const fast of [true, false]) {
+      assert.throws(
+        () => parseStream({ label: 'f.yaml', text }, DEFAULT_LIMITS, { fast }),
+        (e: unknown) => e instanceof InvalidInputError && e.message.startsWith('f.yaml#1: line 5, column 1: a document after a ... end marker must start with ---'),
+        `fast: ${fast}`,
+      );
+    }
+    // The documents around a `...` keep the splitter's bounds and numbers on both paths.
+    const ended = 'x: 0\n---\na: 1\n...\n# after the end\n---\nc: 3\n';
+    for (const fast of [true, false]) {
+      const docs = parseStream({ label: 'f.yaml', text: ended }, DEFAULT_LIMITS, { fast });
+      assert.deepEqual(docs.map((d) => [d.index, d.text, d.explicitStart]), [[0, 'x: 0\n', false], [1, '---\na: 1\n...\n# after the end\n', true], [2, '---\nc: 3\n', true]]);
     }
   });
 

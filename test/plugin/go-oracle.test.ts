@@ -14,7 +14,7 @@ import { before, describe, it } from 'node:test';
 import { HASH_ANNOTATION } from '../../core/index.ts';
 import { generate } from '../../plugin/commands/generate.ts';
 import { parseConfig } from '../../plugin/config.ts';
-import { parseStream } from '../../plugin/documents.ts';
+import { parseStream } from '../../plugin/yaml/documents.ts';
 import { InvalidInputError, exitCodeFor } from '../../plugin/errors.ts';
 import { joinDocuments } from '../../plugin/output.ts';
 import { decodeSource } from '../../plugin/source/decode.ts';

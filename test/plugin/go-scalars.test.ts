@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { UNREPRESENTABLE, classifyGoPlain, resolveGoPlain } from '../../plugin/go-scalars.ts';
+import { UNREPRESENTABLE, classifyGoPlain, resolveGoPlain } from '../../plugin/yaml/go-scalars.ts';
 
 const WORDS = ['y', 'Y', 'yes', 'Yes', 'YES', 'true', 'True', 'TRUE', 'on', 'On', 'ON', 'n', 'N', 'no', 'No', 'NO', 'false', 'False', 'FALSE', 'off', 'Off', 'OFF', 'null', 'Null', 'NULL'];
 

@@ -1,7 +1,8 @@
 /**
  * Where documents begin and end in a stream, as Argo CD's splitter sees it.
- * Shared by the readers (documents.ts) and by the messages that point into a
- * document (locate.ts).
+ * Shared by both readers (documents.ts: the fast one, and yaml, which reads
+ * one region at a time), the size check, and the messages that point into a
+ * document (locate.ts, source/decode.ts).
  */
 
 /** One document's place in a stream: [start, bodyStart, end) and whether it has its own `---`. */

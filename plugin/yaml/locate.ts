@@ -1,6 +1,6 @@
 import { loadYaml } from './lazy-yaml.ts';
-import { describeObject } from '../core/index.ts';
-import type { InputLocation } from './errors.ts';
+import { describeObject } from '../../core/index.ts';
+import type { InputLocation } from '../errors.ts';
 import { splitDocuments } from './split.ts';
 
 /**

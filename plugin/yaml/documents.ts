@@ -1,7 +1,7 @@
 import type { Document, DocumentOptions, ParseOptions, Scalar, SchemaOptions } from 'yaml';
-import { InvalidInputError } from './errors.ts';
+import { InvalidInputError } from '../errors.ts';
 import { loadYaml } from './lazy-yaml.ts';
-import type { InputLocation } from './errors.ts';
+import type { InputLocation } from '../errors.ts';
 import { KeyCache, readFastDocument, readFastTree } from './fast-yaml.ts';
 import { goAliasUse } from './go-aliases.ts';
 import { GO_SCALAR_TAGS, classifyGoPlain } from './go-scalars.ts';
@@ -11,7 +11,7 @@ import { splitDocuments } from './split.ts';
 import type { Region } from './split.ts';
 import { skimIdentity } from './skim.ts';
 import type { Identity } from './skim.ts';
-import { apiGroup, readsBeyondIdentity } from '../core/index.ts';
+import { apiGroup, readsBeyondIdentity } from '../../core/index.ts';
 
 /**
  * The YAML layer of the plugin: split each rendered stream into documents,
@@ -144,19 +144,20 @@ export function parseStream(input: TextStream, limits: DocumentLimits = DEFAULT_
     const documents: ParsedDocument[] = [];
     jsonChunks.forEach(([start, end], index) => {
       if (end - start > limits.maxDocumentBytes) throw oversize(stream.label, index, end - start, limits);
-      const segment = parseSegment(stream, stream.text.slice(start, end), start, index, limits);
-      if (segment.length !== 1) {
-        throw new InvalidInputError(new Locator(stream, [start, end]).where(index), 'expected exactly one JSON object');
-      }
-      const only = segment[0];
-      if (only !== undefined && only.document !== undefined) documents.push(only.document);
+      const document = parseSegment(stream, [start, end, false], index, limits);
+      if (document !== undefined) documents.push(document);
     });
     return documents;
   }
-  rejectOversizedRegions(stream, limits);
-  return parseSegment(stream, stream.text, 0, 0, limits).flatMap((entry) =>
-    entry.document === undefined ? [] : [entry.document],
-  );
+  // The same regions as the fast path's, each read by yaml alone, as Argo CD's splitter hands each to Go.
+  const regions = splitDocuments(stream.text);
+  rejectOversizedRegions(stream, regions, limits);
+  const documents: ParsedDocument[] = [];
+  regions.forEach(([start, , end, explicit], index) => {
+    const document = parseSegment(stream, [start, end, explicit], index, limits);
+    if (document !== undefined) documents.push(document);
+  });
+  return documents;
 }
 
 /**
@@ -212,8 +213,9 @@ function rejectBadSeparators(stream: TextStream): void {
  * The fast path: documents split at line-start `---` markers and read by
  * `fast-yaml.ts`; a document it gives up on is read by yaml alone. Returns
  * undefined when the stream's shape itself is unusual (directives, `...`,
- * content on a `---` line, tabs, CR, JSON), and the whole stream then goes
- * through yaml, so both paths split documents and count them identically.
+ * content on a `---` line, tabs, CR, JSON), and every document then goes
+ * through yaml. Both paths split with `splitDocuments`, so they cut and
+ * count documents identically.
  */
 export function parseStreamFast(stream: TextStream, limits: DocumentLimits = DEFAULT_LIMITS): ParsedDocument[] | undefined {
   const text = stream.text;
@@ -237,10 +239,8 @@ export function parseStreamFast(stream: TextStream, limits: DocumentLimits = DEF
     const read = readFastDocument(text, bodyStart, end, maxDepth, keys);
     if (read === undefined) {
       // Only this document is unusual: yaml reads it alone (errors still name stream lines).
-      const entries = parseSegment(stream, text.slice(start, end), start, index, limits);
-      if (entries.length > 1) return undefined;
-      const only = entries[0]?.document;
-      if (only !== undefined) documents.push({ ...only, explicitStart: explicit });
+      const document = parseSegment(stream, [start, end, explicit], index, limits);
+      if (document !== undefined) documents.push(document);
       continue;
     }
     if (read.value === null) continue;
@@ -355,7 +355,7 @@ class SkimmedDocument extends StreamDocument implements ParsedDocument {
     const root = fast === undefined || fast.value === null ? undefined : readFastTree(text, this.#bodyStart, this.#end, maxDepth);
     this.#full = fast !== undefined && root !== undefined
       ? { file: this.file, index: this.index, text: this.text, explicitStart: this.explicitStart, value: fast.value, root, rangeBase: this.rangeBase }
-      : parseSegment(this.#stream, this.text, this.rangeBase, this.index, this.#limits)[0]?.document;
+      : parseSegment(this.#stream, [this.rangeBase, this.#end, this.explicitStart], this.index, this.#limits);
     if (this.#full === undefined) throw new Error('internal: a document with a kind has no value');
     return this.#full;
   }
@@ -400,32 +400,40 @@ function oversize(file: string, document: number, size: number, limits: Document
   return new InvalidInputError({ file, document }, `document is ${size} bytes, over the limit of ${limits.maxDocumentBytes} bytes`);
 }
 
-/** Rejects a huge document before yaml spends time and memory on it. */
-function rejectOversizedRegions(stream: TextStream, limits: DocumentLimits): void {
+/** Rejects a huge document before yaml spends time and memory on it (on any document: before any is read). */
+function rejectOversizedRegions(stream: TextStream, regions: readonly Region[], limits: DocumentLimits): void {
   if (stream.text.length <= limits.maxDocumentBytes) return;
-  splitDocuments(stream.text).forEach(([start, , end], index) => {
+  regions.forEach(([start, , end], index) => {
     if (end - start > limits.maxDocumentBytes) throw oversize(stream.label, index, end - start, limits);
   });
 }
 
-interface SegmentEntry {
-  readonly document: ParsedDocument | undefined;
-}
+/**
+ * One document of a stream as `splitDocuments` found it, or one object of a
+ * JSON stream: [start, end) in the stream, and whether it has its own `---`.
+ */
+type Segment = readonly [start: number, end: number, explicit: boolean];
 
-/** Parses `text` (a stream, or one document or JSON object of it, starting at `base` in the stream). */
-function parseSegment(stream: TextStream, text: string, base: number, firstIndex: number, limits: DocumentLimits): SegmentEntry[] {
-  const locator = new Locator(stream, text.length === stream.text.length ? undefined : [base, base + text.length]);
+/**
+ * Reads one document, `segment` of the stream, with yaml. The document's
+ * bounds are the splitter's, never yaml's: yaml only reads what the splitter
+ * cut, as Go only reads what Argo CD's splitter cuts. Undefined for a
+ * document with nothing in it (comments, `null`).
+ */
+function parseSegment(stream: TextStream, [start, end, explicit]: Segment, index: number, limits: DocumentLimits): ParsedDocument | undefined {
+  const text = stream.text.slice(start, end);
+  const locator = new Locator(stream, text.length === stream.text.length ? undefined : [start, end]);
   // Offsets of yaml's nodes and tokens are relative to `text`.
   const problems: Problems = {
-    at: (offset) => locator.at(base + offset),
-    where: (document, offset) => locator.where(document, base + offset),
+    at: (offset) => locator.at(start + offset),
+    where: (offset) => locator.where(index, start + offset),
   };
   try {
-    return composeSegment(stream, text, firstIndex, limits, problems);
+    return composeSegment(stream, text, index, explicit, limits, problems);
   } catch (error) {
     if (!(error instanceof RangeError)) throw error;
     throw new InvalidInputError(
-      { file: stream.label, document: firstIndex },
+      { file: stream.label, document: index },
       `the YAML nests too deeply to read (the limit is ${limits.maxDepth ?? DEFAULT_MAX_DEPTH} levels of mappings and sequences)`,
       { cause: error },
     );
@@ -435,96 +443,75 @@ function parseSegment(stream: TextStream, text: string, base: number, firstIndex
 /** How composeSegment names a place in its text: `at` for the line, `where` for the document and its object. */
 interface Problems {
   at(offset: number): string;
-  where(document: number, offset: number): InputLocation;
+  where(offset: number): InputLocation;
 }
 
-function composeSegment(stream: TextStream, text: string, firstIndex: number, limits: DocumentLimits, problems: Problems): SegmentEntry[] {
+function composeSegment(stream: TextStream, text: string, index: number, explicit: boolean, limits: DocumentLimits, problems: Problems): ParsedDocument | undefined {
   const locate = (offset: number): string => problems.at(offset);
+  // Named only on the way to an error (it reads the document again): its last character is surely its own.
+  const where = (offset = Math.max(0, text.length - 1)): InputLocation => problems.where(offset);
   const { Composer, Parser } = loadYaml();
   const parser = new Parser();
   const composer = new Composer(PARSE_OPTIONS);
-  const starts: number[] = [];
-  const explicit: boolean[] = [];
   const documents: Document.Parsed[] = [];
   let afterEnd = false;
   for (const token of parser.parse(text)) {
     if (token.type === 'directive') {
       throw new InvalidInputError(
-        problems.where(firstIndex + starts.length, token.offset),
+        where(token.offset),
         `${locate(token.offset)}: YAML directives (${token.source.split(/\s/)[0] ?? '%'}) are not supported`,
       );
     }
-    if (token.type === 'document') {
-      const hasStart = token.start.some((t) => t.type === 'doc-start');
-      // After `...`, Argo CD's splitter keeps reading the same document up to the next `---`, and Go's
-      // parser then ignores everything after the `...`: a document there would vanish for Argo CD.
-      if (afterEnd && !hasStart) {
-        throw new InvalidInputError(
-          problems.where(firstIndex + starts.length, token.offset),
-          `${locate(token.offset)}: a document after a ... end marker must start with --- (Argo CD would ignore it)`,
-        );
-      }
-      starts.push(token.offset);
-      explicit.push(hasStart);
-      afterEnd = false;
+    // After `...`, Argo CD's splitter keeps reading the same document up to the next `---`, and Go's
+    // parser then ignores everything after the `...`: a document there would vanish for Argo CD.
+    if (token.type === 'document' && afterEnd) {
+      throw new InvalidInputError(
+        where(token.offset),
+        `${locate(token.offset)}: a document after a ... end marker must start with --- (Argo CD would ignore it)`,
+      );
     }
     if (token.type === 'doc-end') afterEnd = true;
     for (const doc of composer.next(token)) documents.push(doc);
   }
   for (const doc of composer.end(false, text.length)) documents.push(doc);
-  const streamErrors = composer.streamInfo().errors;
-  const firstStreamError = streamErrors[0];
+  const firstStreamError = composer.streamInfo().errors[0];
   if (firstStreamError !== undefined) {
-    throw new InvalidInputError(
-      problems.where(firstIndex + Math.max(0, starts.length - 1), firstStreamError.pos[0]),
-      `${locate(firstStreamError.pos[0])}: ${safeMessage(firstStreamError.message)}`,
-    );
+    throw new InvalidInputError(where(firstStreamError.pos[0]), `${locate(firstStreamError.pos[0])}: ${safeMessage(firstStreamError.message)}`);
   }
-  if (documents.length !== starts.length) {
-    throw new InvalidInputError({ file: stream.label }, 'could not split the YAML stream into documents');
+  // The splitter cut at every line-start `---`, and a second document after `...` is refused above.
+  if (documents.length > 1) throw new InvalidInputError(where(), 'could not split the YAML stream into documents');
+  const ast = documents[0];
+  if (ast === undefined) return undefined;
+  // Warnings are errors too: an unknown tag (`!foo`, `!<...>`) is read differently by Go.
+  const error = ast.errors[0] ?? ast.warnings[0];
+  if (error !== undefined) {
+    const problem = error.code === 'TAG_RESOLVE_FAILED' && error.message.startsWith('Unresolved tag') ? unreadTag(error.message) : safeMessage(error.message);
+    throw new InvalidInputError(where(error.pos[0]), `${locate(error.pos[0])}: ${problem}`);
   }
-  return documents.map((ast, i) => {
-    const index = firstIndex + i;
-    // The first document also owns any comments before it; later ones start at their token.
-    const start = i === 0 ? 0 : (starts[i] ?? 0);
-    const end = starts[i + 1] ?? text.length;
-    // Named only on the way to an error (it reads the document again); its last character is surely its own,
-    // while comments before its `---` may belong to the document before for Argo CD's splitter.
-    const where = (offset = Math.max(start, end - 1)): InputLocation => problems.where(index, offset);
-    // Warnings are errors too: an unknown tag (`!foo`, `!<...>`) is read differently by Go.
-    const error = ast.errors[0] ?? ast.warnings[0];
-    if (error !== undefined) {
-      const problem = error.code === 'TAG_RESOLVE_FAILED' && error.message.startsWith('Unresolved tag') ? unreadTag(error.message) : safeMessage(error.message);
-      throw new InvalidInputError(where(error.pos[0]), `${locate(error.pos[0])}: ${problem}`);
-    }
-    const hasAliases = checkGoCompatibility(ast, text, where, locate);
-    const size = end - start;
-    if (size > limits.maxDocumentBytes) throw oversize(stream.label, index, size, limits);
-    if (hasAliases) checkAliases(ast, where, limits);
-    let value: unknown;
-    try {
-      // Aliases are bounded above, as Go bounds them; yaml's own count (100 uses of an anchor) is stricter than Go's.
-      value = ast.toJS({ maxAliasCount: -1 });
-    } catch (cause) {
-      throw new InvalidInputError(where(), `cannot read the document: ${cause instanceof Error ? safeMessage(cause.message) : 'unknown error'}`, { cause });
-    }
-    if (value === null || value === undefined) return { document: undefined };
-    checkExpansion(value, where, limits);
-    const documentText = text.slice(start, end);
-    const template = helmTemplateOf(documentText);
-    return {
-      document: {
-        file: stream.label,
-        index,
-        text: documentText,
-        explicitStart: explicit[i] ?? false,
-        value,
-        root: fromYaml(ast.contents),
-        rangeBase: start,
-        ...(template === undefined ? {} : { template }),
-      },
-    };
-  });
+  const hasAliases = checkGoCompatibility(ast, text, where, locate);
+  if (text.length > limits.maxDocumentBytes) throw oversize(stream.label, index, text.length, limits);
+  if (hasAliases) checkAliases(ast, where, limits);
+  let value: unknown;
+  try {
+    // Aliases are bounded above, as Go bounds them; yaml's own count (100 uses of an anchor) is stricter than Go's.
+    value = ast.toJS({ maxAliasCount: -1 });
+  } catch (cause) {
+    throw new InvalidInputError(where(), `cannot read the document: ${cause instanceof Error ? safeMessage(cause.message) : 'unknown error'}`, { cause });
+  }
+  if (value === null || value === undefined) return undefined;
+  checkExpansion(value, where, limits);
+  const template = helmTemplateOf(text);
+  return {
+    file: stream.label,
+    index,
+    text,
+    explicitStart: explicit,
+    value,
+    root: fromYaml(ast.contents),
+    // yaml read the document alone: its node ranges index into `text`.
+    rangeBase: 0,
+    ...(template === undefined ? {} : { template }),
+  };
 }
 
 /**
