@@ -19,9 +19,8 @@
  * read by main, and no message ever quotes a file's content.
  */
 import path from 'node:path';
-import type { PolicyMode } from '../core/model.ts';
+import { parseGoDuration, type PolicyMode } from '../core/index.ts';
 import { UsageError } from '../plugin/errors.ts';
-import { parseGoDuration } from '../plugin/go-duration.ts';
 import { envName } from '../plugin/parameters.ts';
 import type { RestartStrategy } from './model.ts';
 import { NOTIFY_EVENTS, NOTIFY_SINKS, type NotifyEvent, type NotifySink } from './notify/message.ts';

@@ -52,3 +52,4 @@ export {
 export type { SecretSourceKind } from './providers.ts';
 export { planWorkloads, readsBeyondIdentity } from './plan.ts';
 export type { ConfigReport, PlanOptions, WorkloadPlan } from './plan.ts';
+export { parseGoDuration } from './go-duration.ts';

@@ -4,9 +4,8 @@
  * config. Precedence and the parameter list live in `parameters.ts`.
  */
 import path from 'node:path';
-import type { PolicyMode } from '../core/model.ts';
+import { parseGoDuration, type PolicyMode } from '../core/index.ts';
 import { UsageError } from './errors.ts';
-import { parseGoDuration } from './go-duration.ts';
 import { envsubst } from './source/envsubst.ts';
 import { PARAMETERS, SOURCE_TYPES, envName, findParameter } from './parameters.ts';
 import type { ParameterSpec } from './parameters.ts';
