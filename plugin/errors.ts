@@ -1,15 +1,14 @@
-import { ManifestError } from '../core/errors.ts';
+import { UsageError } from '../cli/errors.ts';
+import { ManifestError } from '../core/index.ts';
+
+/** Bad flags, parameters or environment: the user must change how Driftless is called. Exit 2. Shared with the controller. */
+export { UsageError };
 
 /**
  * The plugin's failure classes. Every error that leaves a command is one of
  * these (or a core ManifestError); `exitCodeFor` is the one place that maps
  * them to exit codes, so the contract in the README cannot drift per call site.
  */
-
-/** Bad flags, parameters or environment: the user must change how Driftless is called. Exit 2. */
-export class UsageError extends Error {
-  override readonly name = 'UsageError';
-}
 
 /** kustomize/helm (or reading the source) failed. Exit 3. `stderrTail` is the end of the tool's stderr. */
 export class RenderError extends Error {

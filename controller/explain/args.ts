@@ -6,7 +6,7 @@
  * explanation is made with exactly the controller's settings — the same
  * `--hash-key-file` gives digests that compare with the recorded ones.
  */
-import { UsageError } from '../../plugin/errors.ts';
+import { UsageError } from '../../cli/errors.ts';
 import { parseControllerConfig, type ControllerConfig } from '../config.ts';
 import type { WorkloadKindName } from '../model.ts';
 
