@@ -12,7 +12,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse, stringify } from 'yaml';
-import { HASH_ANNOTATION } from '../../core/hash.ts';
+import { HASH_ANNOTATION } from '../../core/index.ts';
 import type { KubeObject } from '../cluster/api.ts';
 import type { ArgoCD } from '../cluster/argocd.ts';
 import { runCommand } from '../cluster/exec.ts';
