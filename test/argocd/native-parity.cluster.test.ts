@@ -18,7 +18,7 @@ import type { ArgoCD } from '../cluster/argocd.ts';
 import { runCommand } from '../cluster/exec.ts';
 import type { GitRepo } from '../cluster/git-repo.ts';
 import { useArgoCD } from '../cluster/testing.ts';
-import { waitFor } from '../cluster/wait.ts';
+import { waitFor } from '../support/wait.ts';
 import { podTemplateOf, workloadsOf } from './plugin-support.ts';
 
 const fixture = useArgoCD({ apiServer: true });
