@@ -4,7 +4,11 @@
  * config. Precedence and the parameter list live in `parameters.ts`.
  */
 import path from 'node:path';
-import { parseGoDuration, type PolicyMode } from '../core/index.ts';
+import type { PolicyMode } from '../core/index.ts';
+// Not through core/index.ts: parsing the config is on the start-up path, before the renderer is spawned, and
+// the index would load all of core there (invoke.ts loads core only once kustomize or helm runs).
+// oxlint-disable-next-line no-restricted-imports
+import { parseGoDuration } from '../core/go-duration.ts';
 import { UsageError } from './errors.ts';
 import { envsubst } from './source/envsubst.ts';
 import { parseArgv as readArgv, parseBoolean, helpRow, type FlagRow } from '../cli/flags.ts';

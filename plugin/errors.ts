@@ -1,5 +1,8 @@
 import { UsageError } from '../cli/errors.ts';
-import { ManifestError } from '../core/index.ts';
+// Not through core/index.ts: this module is on the start-up path, before the renderer is spawned, and the
+// index would load all of core there (invoke.ts loads core only once kustomize or helm runs).
+// oxlint-disable-next-line no-restricted-imports
+import { ManifestError } from '../core/errors.ts';
 
 /** Bad flags, parameters or environment: the user must change how Driftless is called. Exit 2. Shared with the controller. */
 export { UsageError };
