@@ -3,8 +3,9 @@
  * `driftless controller`): one flag table in, argv read one way. Each program
  * keeps its own table, precedence and messages; what must not differ between
  * them lives here:
- *   - `--name value` and `--name=value`; a value never starts with `--` (a
- *     forgotten value must not swallow the next flag);
+ *   - `--name value` and `--name=value` (and `-x value`, `-x=value` for a row with a
+ *     short name); a value is never a flag (`--…`, or a short flag of the table), so a
+ *     forgotten value does not swallow the next flag;
  *   - a bare boolean flag means true and never takes the next argument;
  *   - a flag given twice is an error unless its row is repeatable;
  *   - `--help`/`-h` anywhere asks for help, after the rest was checked;
@@ -22,6 +23,8 @@ export interface FlagRow {
   readonly boolean?: boolean;
   /** May be given again; each occurrence is one value, never split. */
   readonly repeatable?: boolean;
+  /** A one-letter alias, without its dash (`n` for `-n`), as kubectl spells `-n NAMESPACE`. */
+  readonly short?: string;
 }
 
 /** How one program reads its argv. */
@@ -56,20 +59,25 @@ export function parseArgv(argv: readonly string[], options: ArgvOptions): Parsed
     const expected = options.expects?.(row) ?? '';
     return `--${row.name} needs a value${expected === '' ? '' : `: ${expected}`}`;
   };
+  const isShortFlag = (arg: string): boolean =>
+    arg === '-h' || options.flags.some((row) => row.short !== undefined && (arg === `-${row.short}` || arg.startsWith(`-${row.short}=`)));
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i] as string;
     if (arg === '--help' || arg === '-h') {
       help = true;
       continue;
     }
-    if (!arg.startsWith('--')) {
+    // `-` alone is an argument (stdin), not a flag.
+    if (!arg.startsWith('-') || arg === '-') {
       options.onPositional(arg);
       continue;
     }
+    const long = arg.startsWith('--');
     const equals = arg.indexOf('=');
-    const name = arg.slice(2, equals === -1 ? undefined : equals);
-    const row = options.flags.find((candidate) => candidate.name === name);
-    if (row === undefined) throw new UsageError(`unknown flag --${name} (see ${options.helpCommand} --help)`);
+    const given = arg.slice(long ? 2 : 1, equals === -1 ? undefined : equals);
+    const row = options.flags.find((candidate) => (long ? candidate.name === given : candidate.short === given));
+    if (row === undefined) throw new UsageError(`unknown flag ${long ? '--' : '-'}${given} (see ${options.helpCommand} --help)`);
+    const name = row.name;
     let value: string;
     if (equals !== -1) {
       value = arg.slice(equals + 1);
@@ -77,7 +85,7 @@ export function parseArgv(argv: readonly string[], options: ArgvOptions): Parsed
       value = 'true';
     } else {
       const next = argv[i + 1];
-      if (next === undefined || (next.startsWith('--') && next.length > 2)) throw new UsageError(needsValue(row));
+      if (next === undefined || (next.startsWith('--') && next.length > 2) || isShortFlag(next)) throw new UsageError(needsValue(row));
       value = next;
       i++;
     }

@@ -39,6 +39,15 @@ describe('cli parseArgv', () => {
     refuses(['--mode='], '--mode needs a value (omit the flag for the default)', { refuseEmpty: true });
   });
 
+  it('reads a short alias as its flag, and refuses unknown short flags', () => {
+    const flags = [...FLAGS, { name: 'namespace', short: 'n' }];
+    assert.deepEqual(read(['-n', 'web'], { flags }).values, { namespace: ['web'] });
+    assert.deepEqual(read(['-n=web'], { flags }).values, { namespace: ['web'] });
+    refuses(['-n', 'a', '--namespace', 'b'], '--namespace given twice', { flags });
+    refuses(['--mode', '-n', 'web'], '--mode needs a value', { flags });
+    refuses(['-x'], 'unknown flag -x (see driftless test --help)', { flags });
+  });
+
   it('notes --help and -h anywhere, after checking the rest', () => {
     assert.equal(read(['--mode', 'x', '-h']).help, true);
     assert.equal(read(['--help']).help, true);
