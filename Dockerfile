@@ -16,6 +16,7 @@ WORKDIR /opt/driftless
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --ignore-scripts && npm cache clean --force
 COPY bin/ bin/
+COPY cli/ cli/
 COPY core/ core/
 COPY plugin/ plugin/
 COPY controller/ controller/

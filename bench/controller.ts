@@ -23,7 +23,7 @@ import { parseArgs } from 'node:util';
 import type { ApiClient, KubeList, KubeObject } from '../test/cluster/api.ts';
 import { startCluster, type Cluster } from '../test/cluster/harness.ts';
 import { podIsReady } from '../test/cluster/testing.ts';
-import { waitFor } from '../test/cluster/wait.ts';
+import { waitFor } from '../test/support/wait.ts';
 import { COLLECTIONS, rotateSecret, secret, workload } from '../test/controller/support/fixtures.ts';
 import { startControllerProcess, type ControllerProcess } from '../test/controller/support/process.ts';
 

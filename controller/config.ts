@@ -19,10 +19,9 @@
  * read by main, and no message ever quotes a file's content.
  */
 import path from 'node:path';
-import type { PolicyMode } from '../core/model.ts';
-import { UsageError } from '../plugin/errors.ts';
-import { parseGoDuration } from '../plugin/go-duration.ts';
-import { envName } from '../plugin/parameters.ts';
+import { parseGoDuration, type PolicyMode } from '../core/index.ts';
+import { UsageError } from '../cli/errors.ts';
+import { envName, helpRow, parseArgv as readArgv, parseBoolean } from '../cli/flags.ts';
 import type { RestartStrategy } from './model.ts';
 import { NOTIFY_EVENTS, NOTIFY_SINKS, type NotifyEvent, type NotifySink } from './notify/message.ts';
 import { parseWebhookUrl, type WebhookUrl } from './notify/url.ts';
@@ -711,39 +710,19 @@ interface Cli {
 }
 
 function parseArgv(argv: readonly string[]): Cli {
-  let help = false;
-  const flags = new Map<string, string>();
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i] as string;
-    if (arg === '--help' || arg === '-h') {
-      help = true;
-      continue;
-    }
-    if (!arg.startsWith('--')) {
+  const given = readArgv(argv, {
+    flags: CONTROLLER_FLAGS.map((spec) => ({ name: spec.name, boolean: spec.type === 'boolean' })),
+    onPositional: (arg) => {
       throw new UsageError(`unexpected argument ${quote(arg)}: driftless controller takes only flags (see driftless controller --help)`);
-    }
-    const equals = arg.indexOf('=');
-    const name = arg.slice(2, equals === -1 ? undefined : equals);
-    const spec = findControllerFlag(name);
-    if (spec === undefined) throw new UsageError(`unknown flag --${name} (see driftless controller --help)`);
-    let value: string;
-    if (equals === -1 && spec.type === 'boolean') {
-      // A bare boolean flag means true and never takes the next argument as its value.
-      value = 'true';
-    } else if (equals !== -1) {
-      value = arg.slice(equals + 1);
-    } else {
-      const next = argv[i + 1];
-      if (next === undefined || (next.startsWith('--') && next.length > 2)) throw new UsageError(`${spec.flag} needs a value: ${allowedText(spec)}`);
-      value = next;
-      i++;
-    }
+    },
+    helpCommand: 'driftless controller',
+    expects: (row) => allowedText(findControllerFlag(row.name) as ControllerFlagSpec),
     // Unlike an environment variable, an empty flag is never a rendering accident: say so rather than fall back.
-    if (value === '') throw new UsageError(`${spec.flag} needs a value: ${allowedText(spec)} (omit the flag for the default)`);
-    if (flags.has(name)) throw new UsageError(`${spec.flag} given twice`);
-    flags.set(name, value);
-  }
-  return { help, flags };
+    refuseEmpty: true,
+  });
+  const flags = new Map<string, string>();
+  for (const [name, values] of given.values) flags.set(name, values[0] as string);
+  return { help: given.help, flags };
 }
 
 // ---------------------------------------------------------------------------
@@ -799,10 +778,11 @@ function asKubeconfig(given: Given): readonly string[] {
   return given.text.split(path.delimiter).filter((file) => file !== '');
 }
 
+/** As the plugin reads booleans (cli/flags.ts): true or false in any case, spaces around ignored. */
 function asBoolean(given: Given, spec: ControllerFlagSpec): boolean {
-  if (given.text === 'true') return true;
-  if (given.text === 'false') return false;
-  throw invalid(given, spec);
+  const value = parseBoolean(given.text);
+  if (value === undefined) throw invalid(given, spec);
+  return value;
 }
 
 function asAddress(given: Given, spec: ControllerFlagSpec): string {
@@ -1073,10 +1053,8 @@ export function controllerUsageText(): string {
   for (const spec of CONTROLLER_FLAGS) {
     const placeholder = spec.type === 'enum' ? (spec.values ?? []).join('|') : PLACEHOLDERS[spec.type];
     const shownDefault = spec.default === '' ? spec.defaultText : spec.default;
-    lines.push(`  ${spec.flag} ${placeholder}${shownDefault === undefined ? '' : `   (default: ${shownDefault})`}`);
-    lines.push(`      ${spec.description}`);
     const allowed = spec.type === 'enum' || spec.type === 'path' ? '' : `; ${allowedText(spec)}`;
-    lines.push(`      env: ${spec.env.join(', ')}${allowed}`);
+    lines.push(...helpRow({ synopsis: `${spec.flag} ${placeholder}`, shownDefault, description: spec.description, env: `${spec.env.join(', ')}${allowed}` }));
   }
   return `${lines.join('\n')}\n`;
 }

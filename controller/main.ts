@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
-import { UsageError } from '../plugin/errors.ts';
+import { UsageError } from '../cli/errors.ts';
 import { systemClock } from './clock.ts';
 import { controllerUsageText, parseControllerConfig } from './config.ts';
 import { startController } from './controller.ts';

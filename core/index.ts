@@ -64,3 +64,4 @@ export {
   parseOutOfBandFile,
 } from './out-of-band.ts';
 export type { OutOfBandEntry, OutOfBandIndex, OutOfBandKind } from './out-of-band.ts';
+export { parseGoDuration } from './go-duration.ts';

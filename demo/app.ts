@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import type { KubeObject } from '../test/cluster/api.ts';
 import { applicationStatus, pluginName, type ArgoCD } from '../test/cluster/argocd.ts';
 import { filesOf, type GitRepo } from '../test/cluster/git-repo.ts';
-import { HASH_ANNOTATION } from '../core/hash.ts';
+import { HASH_ANNOTATION } from '../core/index.ts';
 import type { DemoEnvironment } from './environment.ts';
 import type { Narrator } from './narrator.ts';
 

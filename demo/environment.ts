@@ -8,7 +8,7 @@
 import { startArgoCD, type ArgoCD } from '../test/cluster/argocd.ts';
 import { ensureArgoCdBinaries, ensureClusterBinaries } from '../test/cluster/build.ts';
 import { startCluster, type Cluster } from '../test/cluster/harness.ts';
-import { waitFor } from '../test/cluster/wait.ts';
+import { waitFor } from '../test/support/wait.ts';
 import { startControllerProcess, type ControllerProcess } from '../test/controller/support/process.ts';
 import { ensureTools, type Tools } from '../test/tools.ts';
 import type { Narrator } from './narrator.ts';

@@ -12,7 +12,7 @@ import type { ApiClient, KubeList, KubeObject } from '../test/cluster/api.ts';
 import { applicationStatus, type ArgoCD } from '../test/cluster/argocd.ts';
 import { runCommand } from '../test/cluster/exec.ts';
 import { podIsReady, waitForDeploymentRollout } from '../test/cluster/testing.ts';
-import { waitFor } from '../test/cluster/wait.ts';
+import { waitFor } from '../test/support/wait.ts';
 import { replicaSetNames, waitForEvent } from '../test/controller/support/fixtures.ts';
 import {
   DemoCheckError,

@@ -4,10 +4,14 @@
  * config. Precedence and the parameter list live in `parameters.ts`.
  */
 import path from 'node:path';
-import type { PolicyMode } from '../core/model.ts';
+import type { PolicyMode } from '../core/index.ts';
+// Not through core/index.ts: parsing the config is on the start-up path, before the renderer is spawned, and
+// the index would load all of core there (invoke.ts loads core only once kustomize or helm runs).
+// oxlint-disable-next-line no-restricted-imports
+import { parseGoDuration } from '../core/go-duration.ts';
 import { UsageError } from './errors.ts';
-import { parseGoDuration } from './go-duration.ts';
 import { envsubst } from './source/envsubst.ts';
+import { parseArgv as readArgv, parseBoolean, helpRow, type FlagRow } from '../cli/flags.ts';
 import { PARAMETERS, SOURCE_TYPES, envName, findParameter } from './parameters.ts';
 import type { ParameterSpec } from './parameters.ts';
 
@@ -347,99 +351,66 @@ interface Cli {
   readonly file: string | undefined;
 }
 
+/** What the argv reader knows of the plugin's flags: every parameter, and the two that choose what is read or printed. */
+const ARGV_FLAGS: readonly FlagRow[] = Object.freeze([
+  { name: PATH_FLAG.slice(2) },
+  { name: OUTPUT_FLAG.slice(2) },
+  ...PARAMETERS.map((spec) => ({
+    name: spec.name,
+    boolean: spec.type === 'boolean',
+    // Repeatable: each occurrence is one item, never split, so a file name or a --set value may hold a comma.
+    repeatable: spec.type === 'array' || spec.type === 'map',
+  })),
+]);
+
 function parseArgv(argv: readonly string[]): Cli {
   let command: Command | undefined;
-  let help = false;
+  let helpCommand = false;
   let stdinArgument = false;
-  let appPath: string | undefined;
-  let output: ExplainOutput | undefined;
   let file: string | undefined;
-  const flags = new Map<string, RawValue>();
-
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i] as string;
-    if (arg === '--help' || arg === '-h') {
-      help = true;
-      continue;
-    }
+  const onPositional = (arg: string): void => {
     if (arg === '-') {
       if (stdinArgument || file !== undefined) throw new UsageError(file === undefined ? '"-" given twice' : '"-" and a file given together');
       stdinArgument = true;
-      continue;
+      return;
     }
-    if (!arg.startsWith('--')) {
-      if (command === undefined && arg === 'help') {
-        help = true;
-        command = 'help';
-        continue;
-      }
-      if (command === undefined && (COMMANDS as readonly string[]).includes(arg)) {
-        command = arg as Command;
-        continue;
-      }
-      if (command === undefined) {
-        throw new UsageError(`unknown command ${JSON.stringify(arg)}: expected generate, explain or migrate-app (see driftless --help)`);
-      }
-      if (command === 'migrate-app' && file === undefined && !stdinArgument) {
-        file = arg;
-        continue;
-      }
-      throw new UsageError(`unexpected argument ${JSON.stringify(arg)} (only "-", for stdin, is accepted; see driftless --help)`);
+    if (command === undefined && arg === 'help') {
+      helpCommand = true;
+      command = 'help';
+      return;
     }
+    if (command === undefined && (COMMANDS as readonly string[]).includes(arg)) {
+      command = arg as Command;
+      return;
+    }
+    if (command === undefined) {
+      throw new UsageError(`unknown command ${JSON.stringify(arg)}: expected generate, explain or migrate-app (see driftless --help)`);
+    }
+    if (command === 'migrate-app' && file === undefined && !stdinArgument) {
+      file = arg;
+      return;
+    }
+    throw new UsageError(`unexpected argument ${JSON.stringify(arg)} (only "-", for stdin, is accepted; see driftless --help)`);
+  };
+  const given = readArgv(argv, { flags: ARGV_FLAGS, onPositional, helpCommand: 'driftless' });
 
-    const equals = arg.indexOf('=');
-    const flag = equals === -1 ? arg : arg.slice(0, equals);
-    const inline = equals === -1 ? undefined : arg.slice(equals + 1);
-    const takeValue = (): string => {
-      if (inline !== undefined) return inline;
-      const next = argv[i + 1];
-      if (next === undefined || (next.startsWith('--') && next.length > 2)) throw new UsageError(`${flag} needs a value`);
-      i++;
-      return next;
-    };
-
-    if (flag === PATH_FLAG) {
-      if (appPath !== undefined) throw new UsageError(`${PATH_FLAG} given twice`);
-      appPath = takeValue();
-      if (appPath === '') throw new UsageError(`${PATH_FLAG} needs a value`);
-      continue;
-    }
-    if (flag === OUTPUT_FLAG) {
-      if (output !== undefined) throw new UsageError(`${OUTPUT_FLAG} given twice`);
-      const value = takeValue();
-      if (value !== 'table' && value !== 'json') {
-        throw new UsageError(`invalid value ${JSON.stringify(value)} for ${OUTPUT_FLAG}: expected table or json`);
-      }
-      output = value;
-      continue;
-    }
-
-    const spec = PARAMETERS.find((candidate) => candidate.flag === flag);
-    if (spec === undefined) throw new UsageError(`unknown flag ${flag} (see driftless --help)`);
-    if (spec.type === 'boolean' && inline === undefined) {
-      // A bare boolean flag means true; `--flag=false` says false.
-      setOnce(flags, spec, { kind: 'string', value: 'true' });
-      continue;
-    }
-    const value = takeValue();
-    if (spec.type === 'array' || spec.type === 'map') {
-      // Repeatable: each occurrence is one item, never split, so a file name or a --set value may hold a comma.
-      const previous = flags.get(spec.name);
-      const items = previous?.kind === 'array' ? previous.value : [];
-      flags.set(spec.name, { kind: 'array', value: [...items, value] });
-      continue;
-    }
-    setOnce(flags, spec, { kind: 'string', value });
+  const appPath = given.values.get(PATH_FLAG.slice(2))?.[0];
+  if (appPath === '') throw new UsageError(`${PATH_FLAG} needs a value`);
+  const outputText = given.values.get(OUTPUT_FLAG.slice(2))?.[0];
+  if (outputText !== undefined && outputText !== 'table' && outputText !== 'json') {
+    throw new UsageError(`invalid value ${JSON.stringify(outputText)} for ${OUTPUT_FLAG}: expected table or json`);
+  }
+  const flags = new Map<string, RawValue>();
+  for (const spec of PARAMETERS) {
+    const values = given.values.get(spec.name);
+    if (values === undefined) continue;
+    const repeatable = spec.type === 'array' || spec.type === 'map';
+    flags.set(spec.name, repeatable ? { kind: 'array', value: values } : { kind: 'string', value: values[0] as string });
   }
 
-  if (help) command = 'help';
+  if (given.help || helpCommand) command = 'help';
   if (command === undefined) throw new UsageError('missing command: expected generate, explain or migrate-app (see driftless --help)');
-  return { command, flags, path: appPath, output, stdinArgument, file };
-}
-
-function setOnce(flags: Map<string, RawValue>, spec: ParameterSpec, value: RawValue): void {
-  if (flags.has(spec.name)) throw new UsageError(`${spec.flag} given twice`);
-  flags.set(spec.name, value);
+  return { command, flags, path: appPath, output: outputText, stdinArgument, file };
 }
 
 // ---------------------------------------------------------------------------
@@ -529,9 +500,8 @@ function asEnum(found: Found, spec: ParameterSpec): string {
 }
 
 function asBoolean(found: Found, spec: ParameterSpec): boolean {
-  const value = asString(found, spec).trim().toLowerCase();
-  if (value === 'true') return true;
-  if (value === 'false') return false;
+  const value = parseBoolean(asString(found, spec));
+  if (value !== undefined) return value;
   throw new UsageError(`invalid value ${JSON.stringify(found.raw.value)} for parameter ${spec.name} (from ${found.from}): expected true or false`);
 }
 
@@ -683,9 +653,14 @@ export function usageText(): string {
   for (const spec of PARAMETERS) {
     const placeholder = spec.type === 'boolean' ? '[=true|false]' : spec.type === 'enum' ? ` ${(spec.values ?? []).join('|')}` : ` ${PLACEHOLDERS[spec.type]}`;
     const shownDefault = Array.isArray(spec.default) ? '' : typeof spec.default === 'string' ? spec.default : '';
-    lines.push(`  ${spec.flag}${placeholder}${shownDefault === '' ? '' : `   (default: ${shownDefault})`}`);
-    lines.push(`      ${spec.description}`);
-    lines.push(`      env: ARGOCD_ENV_${envName(spec.name)}, ${spec.env.join(', ')}${spec.type === 'array' || spec.type === 'map' ? '; flag repeatable' : ''}`);
+    lines.push(
+      ...helpRow({
+        synopsis: `${spec.flag}${placeholder}`,
+        shownDefault,
+        description: spec.description,
+        env: `ARGOCD_ENV_${envName(spec.name)}, ${spec.env.join(', ')}${spec.type === 'array' || spec.type === 'map' ? '; flag repeatable' : ''}`,
+      }),
+    );
   }
   lines.push(
     '',

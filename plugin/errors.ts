@@ -1,15 +1,17 @@
+import { UsageError } from '../cli/errors.ts';
+// Not through core/index.ts: this module is on the start-up path, before the renderer is spawned, and the
+// index would load all of core there (invoke.ts loads core only once kustomize or helm runs).
+// oxlint-disable-next-line no-restricted-imports
 import { ManifestError } from '../core/errors.ts';
+
+/** Bad flags, parameters or environment: the user must change how Driftless is called. Exit 2. Shared with the controller. */
+export { UsageError };
 
 /**
  * The plugin's failure classes. Every error that leaves a command is one of
  * these (or a core ManifestError); `exitCodeFor` is the one place that maps
  * them to exit codes, so the contract in the README cannot drift per call site.
  */
-
-/** Bad flags, parameters or environment: the user must change how Driftless is called. Exit 2. */
-export class UsageError extends Error {
-  override readonly name = 'UsageError';
-}
 
 /** kustomize/helm (or reading the source) failed. Exit 3. `stderrTail` is the end of the tool's stderr. */
 export class RenderError extends Error {

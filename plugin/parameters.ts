@@ -55,10 +55,8 @@ function parameter(spec: Omit<ParameterSpec, 'flag' | 'collectionType'>): Parame
   return Object.freeze({ ...spec, flag: `--${spec.name}`, collectionType, env: Object.freeze([...spec.env]) });
 }
 
-/** The name `ARGOCD_ENV_<NAME>` and `DRIFTLESS_<NAME>` use for a parameter. */
-export function envName(parameterName: string): string {
-  return parameterName.toUpperCase().replaceAll('-', '_');
-}
+/** The name `ARGOCD_ENV_<NAME>` and `DRIFTLESS_<NAME>` use for a parameter (the controller derives its names the same way). */
+export { envName } from '../cli/flags.ts';
 
 /** The source types, in `--source-type`'s order. */
 export const SOURCE_TYPES = Object.freeze(['auto', 'directory', 'kustomize', 'helm', 'stdin'] as const);

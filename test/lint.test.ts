@@ -4,10 +4,12 @@
  * explicitly, with the same oxlint and a config that only extends the repository's (it
  * is not named .oxlintrc.json: a nested config of that name would be picked up by the
  * normal run and un-ignore the folder, since ignorePatterns do not carry over).
+ * The layer rules (no-restricted-imports per folder) are checked on a scratch tree.
  */
 import { execFile } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { copyFile, mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { promisify } from 'node:util';
@@ -24,10 +26,10 @@ interface LintRun {
   readonly stdout: string;
 }
 
-/** Runs oxlint from the repository root; a non-zero exit is a result here, not an error. */
-async function lint(args: readonly string[]): Promise<LintRun> {
+/** Runs oxlint (from the repository root unless `cwd` is given); a non-zero exit is a result here, not an error. */
+async function lint(args: readonly string[], cwd = root): Promise<LintRun> {
   try {
-    const { stdout } = await run(process.execPath, [oxlint, ...args], { cwd: root });
+    const { stdout } = await run(process.execPath, [oxlint, ...args], { cwd });
     return { code: 0, stdout };
   } catch (error: unknown) {
     const failed = error as { code?: unknown; stdout?: unknown };
@@ -56,5 +58,45 @@ describe('lint', () => {
     assert.equal(result.code, 0, result.stdout);
     assert.match(result.stdout, /^test\/lint\.test\.ts$/m, 'the listing names the files it would lint');
     assert.doesNotMatch(result.stdout, /fixtures\/lint/);
+  });
+
+  it('enforces the layers: each folder rule fires on a violation, and allowed imports pass', async () => {
+    // A scratch tree laid out like the repository, linted with the repository's config copied verbatim;
+    // the violations must not live in the real folders, where the normal run would fail on them.
+    const scratch = await mkdtemp(join(tmpdir(), 'driftless-lint-layers-'));
+    try {
+      await copyFile(join(root, '.oxlintrc.json'), join(scratch, '.oxlintrc.json'));
+      await symlink(join(root, 'node_modules'), join(scratch, 'node_modules'));
+      const files: Record<string, string> = {
+        'core/index.ts': 'export const x = 1;\n',
+        'core/inner.ts': 'export const y = 1;\n',
+        'core/ok.ts': "import { x } from './index.ts';\nimport { y } from './inner.ts';\nexport const a = x + y;\n",
+        'core/bad.ts': "import { y } from '../cli/flags.ts';\nexport const a = y;\n",
+        'cli/flags.ts': 'export const y = 1;\n',
+        'cli/ok.ts': "import { x } from '../core/index.ts';\nimport { y } from './flags.ts';\nexport const a = x + y;\n",
+        'cli/bad.ts': "import { y } from '../plugin/inner.ts';\nexport const a = y;\n",
+        'cli/bad-core.ts': "import { y } from '../core/inner.ts';\nexport const a = y;\n",
+        'plugin/inner.ts': 'export const y = 1;\n',
+        'plugin/ok.ts': "import { x } from '../core/index.ts';\nimport { y } from '../cli/flags.ts';\nexport const a = x + y;\n",
+        'plugin/bad.ts': "import { y } from '../controller/inner.ts';\nexport const a = y;\n",
+        'plugin/server/bad-core.ts': "import { y } from '../../core/inner.ts';\nexport const a = y;\n",
+        'controller/inner.ts': 'export const y = 1;\n',
+        'controller/ok.ts': "import { x } from '../core/index.ts';\nimport { y } from '../cli/flags.ts';\nexport const a = x + y;\n",
+        'controller/explain/bad.ts': "export const a = (await import('../../plugin/inner.ts')).y;\n",
+        'test/bad-core.ts': "import { y } from '../core/inner.ts';\nexport const a = y;\n",
+      };
+      for (const [file, text] of Object.entries(files)) {
+        await mkdir(dirname(join(scratch, file)), { recursive: true });
+        await writeFile(join(scratch, file), text);
+      }
+      const result = await lint(['--format', 'json', 'core', 'cli', 'plugin', 'controller', 'test'], scratch);
+      assert.notEqual(result.code, 0, result.stdout);
+      const report = JSON.parse(result.stdout) as { diagnostics: { code: string; filename: string }[] };
+      const flagged = report.diagnostics.map((d) => `${d.filename} ${d.code}`).sort();
+      const expected = Object.keys(files).filter((file) => file.includes('/bad')).map((file) => `${file} eslint(no-restricted-imports)`).sort();
+      assert.deepEqual(flagged, expected, result.stdout);
+    } finally {
+      await rm(scratch, { recursive: true, force: true });
+    }
   });
 });

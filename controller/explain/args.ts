@@ -6,7 +6,8 @@
  * explanation is made with exactly the controller's settings — the same
  * `--hash-key-file` gives digests that compare with the recorded ones.
  */
-import { UsageError } from '../../plugin/errors.ts';
+import { UsageError } from '../../cli/errors.ts';
+import { parseArgv as readArgv } from '../../cli/flags.ts';
 import { parseControllerConfig, type ControllerConfig } from '../config.ts';
 import type { WorkloadKindName } from '../model.ts';
 
@@ -96,49 +97,28 @@ function parseTarget(text: string): LiveTarget {
  * Throws UsageError naming the flag and what is allowed.
  */
 export function parseLiveExplainArgs(argv: readonly string[], env: Readonly<Record<string, string | undefined>>): LiveExplainOptions | LiveExplainHelp {
-  let namespace: string | undefined;
   let target: LiveTarget | undefined;
-  let output: 'table' | 'json' = 'table';
-  let live = false;
-  const passed: string[] = [];
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i] as string;
-    if (arg === '--help' || arg === '-h') return Object.freeze({ command: 'help' });
-    if (arg === '--live') {
-      live = true;
-      continue;
-    }
-    if (!arg.startsWith('-')) {
+  const given = readArgv(argv, {
+    flags: [
+      { name: 'live', boolean: true },
+      { name: 'namespace', short: 'n' },
+      { name: 'output', short: 'o' },
+      ...CONTROLLER_FLAGS_USED.map((name) => ({ name })),
+    ],
+    onPositional: (arg) => {
       if (target !== undefined) throw new UsageError(`one KIND/NAME at most (got ${JSON.stringify(arg)} as well)`);
       target = parseTarget(arg);
-      continue;
-    }
-    const equals = arg.indexOf('=');
-    const flag = equals === -1 ? arg : arg.slice(0, equals);
-    const name = flag === '-n' ? 'namespace' : flag === '-o' ? 'output' : flag.replace(/^--/, '');
-    const takeValue = (): string => {
-      if (equals !== -1) return arg.slice(equals + 1);
-      const next = argv[i + 1];
-      if (next === undefined || next.startsWith('-')) throw new UsageError(`${flag} needs a value`);
-      i++;
-      return next;
-    };
-    if (name === 'namespace') {
-      const value = takeValue();
-      if (!NAMESPACE_NAME.test(value)) throw new UsageError(`--namespace ${JSON.stringify(value)} is not a namespace name`);
-      namespace = value;
-    } else if (name === 'output') {
-      const value = takeValue();
-      if (value !== 'table' && value !== 'json') throw new UsageError(`--output ${JSON.stringify(value)}: table or json`);
-      output = value;
-    } else if (CONTROLLER_FLAGS_USED.includes(name)) {
-      passed.push(`--${name}=${takeValue()}`);
-    } else {
-      throw new UsageError(`unknown flag ${flag} for explain --live (see driftless explain --live --help)`);
-    }
-  }
-  if (!live) throw new UsageError('internal: explain without --live is the plugin\'s command');
+    },
+    helpCommand: 'driftless explain --live',
+  });
+  if (given.help) return Object.freeze({ command: 'help' });
+  if (!given.values.has('live')) throw new UsageError('internal: explain without --live is the plugin\'s command');
+  const namespace = given.values.get('namespace')?.[0];
+  if (namespace !== undefined && !NAMESPACE_NAME.test(namespace)) throw new UsageError(`--namespace ${JSON.stringify(namespace)} is not a namespace name`);
+  const output = given.values.get('output')?.[0] ?? 'table';
+  if (output !== 'table' && output !== 'json') throw new UsageError(`--output ${JSON.stringify(output)}: table or json`);
   // The controller's parser validates the values and applies its environment variables and defaults.
+  const passed = CONTROLLER_FLAGS_USED.flatMap((name) => (given.values.get(name) ?? []).map((value) => `--${name}=${value}`));
   const controller = parseControllerConfig(passed, env);
   if (controller.command !== 'run') return Object.freeze({ command: 'help' });
   return Object.freeze({ command: 'explain', namespace, target: target ?? Object.freeze({ type: 'namespace' }), output, controller });

@@ -5,7 +5,7 @@
  * 2 usage (flags, kubeconfig, hash key file), 1 anything else (not found, API errors).
  */
 import { readFile } from 'node:fs/promises';
-import { UsageError } from '../../plugin/errors.ts';
+import { UsageError } from '../../cli/errors.ts';
 import { systemClock } from '../clock.ts';
 import { createKubeClient, loadKubeConfig } from '../kube/client.ts';
 import { KubeConfigError } from '../kube/errors.ts';

@@ -8,8 +8,7 @@
  * restart or a leader change neither resets a cooldown, nor forgets a halt,
  * nor closes a tripped breaker (ADR 0010).
  */
-import { canonicalJson } from '../../core/index.ts';
-import { parseGoDuration } from '../../plugin/go-duration.ts';
+import { canonicalJson, parseGoDuration } from '../../core/index.ts';
 import { formatTime } from '../bookkeeping.ts';
 import type { PodSummary, WorkloadSummary } from '../model.ts';
 import { isLivePod } from '../restart/stale-pods.ts';

@@ -28,7 +28,7 @@
  * `syncOverrun` concerns syncs already running when a window closes; a
  * restart is a single act, so it does not apply.
  */
-import { parseGoDuration } from '../../plugin/go-duration.ts';
+import { parseGoDuration } from '../../core/index.ts';
 import { CronSyntaxError, parseCron } from './cron.ts';
 import type { CronSchedule } from './cron.ts';
 import { globMatch } from './glob.ts';

@@ -6,7 +6,7 @@
  * container of the repo-server pod; `generate` hands it the request (server/client.ts)
  * and relays the answer. Each request runs `invoke`, exactly as a process would:
  * its own argv, environment, working directory, time budget and renderers;
- * nothing is kept from one request to the next (ADR 0015).
+ * nothing is kept from one request to the next (ADR 0012).
  */
 import { lstat, mkdir, chmod, unlink } from 'node:fs/promises';
 import { createServer } from 'node:net';

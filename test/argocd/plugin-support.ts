@@ -5,7 +5,7 @@
  */
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
-import { HASH_ANNOTATION } from '../../core/hash.ts';
+import { HASH_ANNOTATION } from '../../core/index.ts';
 import type { ApiClient, KubeList, KubeObject } from '../cluster/api.ts';
 import type { ArgoCD } from '../cluster/argocd.ts';
 import { runCommand } from '../cluster/exec.ts';

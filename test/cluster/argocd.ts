@@ -21,7 +21,7 @@ import { freePorts, type Cluster } from './harness.ts';
 import { sidecarFromPatch } from './argocd-sidecar.ts';
 import { createGitRepo, type GitRepo } from './git-repo.ts';
 import { startComponent, tailLog, type Component, type ComponentSpec } from './processes.ts';
-import { waitFor, type WaitOptions } from './wait.ts';
+import { waitFor, type WaitOptions } from '../support/wait.ts';
 import { ensureTools } from '../tools.ts';
 
 /** Where Argo CD lives in the cluster, as in a stock install. */

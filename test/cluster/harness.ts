@@ -18,7 +18,7 @@ import { bindKubectl, type Kubectl } from './kubectl.ts';
 import { fakeNodeAnnotation, renderKwokStages } from './kwok-stages.ts';
 import { startComponent, tailLog, type Component, type ComponentSpec } from './processes.ts';
 import { createStateDir, removeAbandonedStateDirs } from './state-dirs.ts';
-import { waitFor } from './wait.ts';
+import { waitFor } from '../support/wait.ts';
 
 export { readinessAnnotation } from './kwok-stages.ts';
 

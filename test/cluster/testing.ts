@@ -6,7 +6,7 @@ import { after, before, test, type TestContext } from 'node:test';
 import type { ApiClient, KubeList, KubeObject } from './api.ts';
 import { startArgoCD, type ArgoCD, type ArgoCdOptions } from './argocd.ts';
 import { startCluster, type Cluster, type ClusterOptions } from './harness.ts';
-import { waitFor, type WaitOptions } from './wait.ts';
+import { waitFor, type WaitOptions } from '../support/wait.ts';
 
 /** What a cluster test receives. */
 export interface ClusterTestContext {

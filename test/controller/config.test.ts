@@ -3,7 +3,8 @@ import path from 'node:path';
 import { describe, it } from 'node:test';
 import { CONTROLLER_FLAGS, controllerUsageText, parseControllerConfig } from '../../controller/config.ts';
 import type { ControllerConfig } from '../../controller/config.ts';
-import { UsageError, exitCodeFor } from '../../plugin/errors.ts';
+import { UsageError } from '../../cli/errors.ts';
+import { exitCodeFor } from '../../plugin/errors.ts';
 
 type Env = Record<string, string | undefined>;
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { inspect } from 'node:util';
 import { controllerUsageText, parseControllerConfig, type ControllerConfig } from '../../controller/config.ts';
-import { UsageError } from '../../plugin/errors.ts';
+import { UsageError } from '../../cli/errors.ts';
 
 type Env = Record<string, string | undefined>;
 const TOKEN = 'XXXXsecrettokenXXXX';

@@ -15,6 +15,7 @@ import { setUpNotifications } from '../../controller/notify/setup.ts';
 import { parseWebhookUrl, WebhookUrl } from '../../controller/notify/url.ts';
 import { ANNOTATION_TRACKING, workload } from './support/summaries.ts';
 import { startReceiver, type Receiver } from './support/receiver.ts';
+import { LOCAL_WAIT, waitFor } from '../support/wait.ts';
 
 /** The token a real webhook URL carries in its path and query: it must never reach a log. */
 const TOKEN = 'T000-B000-XXXXsecrettoken';
@@ -32,15 +33,6 @@ function captureLog() {
     },
   });
   return { log: createLogger('debug', stream), lines, text: () => raw };
-}
-
-/** Polls `condition` each few milliseconds until it holds; fails after the deadline (real time). */
-async function until(condition: () => boolean, what: string, deadlineMs = 5000): Promise<void> {
-  const give = Date.now() + deadlineMs;
-  while (!condition()) {
-    if (Date.now() > give) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
 }
 
 function urlOf(receiver: Receiver, path = `/hooks/${TOKEN}?token=${TOKEN}`): WebhookUrl {
@@ -157,7 +149,7 @@ describe('Notifier: retries, backoff and drops', () => {
     const retries = () => lines.filter((line) => line['msg'] === 'notification failed; retrying');
 
     await server.waitFor(1);
-    await until(() => retries().length === 1, 'the first retry to be scheduled');
+    await waitFor('the first retry to be scheduled', () => retries().length === 1, LOCAL_WAIT);
     assert.equal(retries()[0]?.['retryInMs'], 1000);
     assert.equal(retries()[0]?.['why'], 'HTTP 500');
     clock.advance(999);
@@ -165,7 +157,7 @@ describe('Notifier: retries, backoff and drops', () => {
     clock.advance(1);
     await server.waitFor(2);
 
-    await until(() => retries().length === 2, 'the second retry to be scheduled');
+    await waitFor('the second retry to be scheduled', () => retries().length === 2, LOCAL_WAIT);
     assert.equal(retries()[1]?.['retryInMs'], 2000);
     clock.advance(1999);
     assert.equal(server.requests.length, 2);
@@ -185,7 +177,7 @@ describe('Notifier: retries, backoff and drops', () => {
     sender.notify(notification());
     for (let attempt = 1; attempt <= 2; attempt++) {
       await server.waitFor(attempt);
-      await until(() => clock.pendingTimers === 1 && lines.filter((l) => l['msg'] === 'notification failed; retrying').length === attempt, `retry ${attempt}`);
+      await waitFor(`retry ${attempt}`, () => clock.pendingTimers === 1 && lines.filter((l) => l['msg'] === 'notification failed; retrying').length === attempt, LOCAL_WAIT);
       clock.advance(100 * 2 ** (attempt - 1));
     }
     await server.waitFor(3);
@@ -209,7 +201,7 @@ describe('Notifier: retries, backoff and drops', () => {
     const clock = new FakeClock(AT);
     const unreachable = notifier({ url, maxAttempts: 2, backoffBaseMs: 10 }, { clock, log });
     unreachable.notify(notification());
-    await until(() => clock.pendingTimers === 1 && lines.some((l) => l['msg'] === 'notification failed; retrying'), 'a retry after ECONNREFUSED');
+    await waitFor('a retry after ECONNREFUSED', () => clock.pendingTimers === 1 && lines.some((l) => l['msg'] === 'notification failed; retrying'), LOCAL_WAIT);
     assert.equal(lines.find((l) => l['msg'] === 'notification failed; retrying')?.['why'], 'ECONNREFUSED');
     clock.advance(10);
     await unreachable.whenIdle();
@@ -233,7 +225,7 @@ describe('Notifier: retries, backoff and drops', () => {
     const { log, lines } = captureLog();
     const sender = notifier({ url: urlOf(server), backoffBaseMs: 1000, backoffMaxMs: 5000 }, { clock, log });
     sender.notify(notification());
-    await until(() => clock.pendingTimers === 1 && lines.some((l) => l['msg'] === 'notification failed; retrying'), 'the retry after 429');
+    await waitFor('the retry after 429', () => clock.pendingTimers === 1 && lines.some((l) => l['msg'] === 'notification failed; retrying'), LOCAL_WAIT);
     assert.equal(lines.find((l) => l['msg'] === 'notification failed; retrying')?.['retryInMs'], 5000);
     clock.advance(4999);
     assert.equal(server.requests.length, 1);

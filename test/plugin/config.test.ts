@@ -3,7 +3,6 @@ import { describe, it } from 'node:test';
 import { PARAMETERS, parseConfig, usageText } from '../../plugin/config.ts';
 import type { PluginConfig } from '../../plugin/config.ts';
 import { UsageError } from '../../plugin/errors.ts';
-import { parseGoDuration } from '../../plugin/go-duration.ts';
 
 type Env = Record<string, string | undefined>;
 
@@ -383,16 +382,5 @@ describe('usageText', () => {
       assert.ok(text.includes(`ARGOCD_ENV_${spec.name.toUpperCase().replaceAll('-', '_')}`), spec.name);
     }
     assert.ok(text.includes('--path') && text.includes('--output'));
-  });
-});
-
-describe('parseGoDuration', () => {
-  it('parses what Go parses', () => {
-    const cases: [string, number][] = [['90s', 90_000], ['2m', 120_000], ['1m30s', 90_000], ['1.5h', 5_400_000], ['300ms', 300], ['0', 0], ['.5s', 500], ['1h2m3s4ms', 3_723_004]];
-    for (const [text, ms] of cases) assert.equal(parseGoDuration(text), ms, text);
-  });
-
-  it('rejects what Go rejects, and signs', () => {
-    for (const text of ['', '90', 's', '1d', '1m 30s', '-5s', '+5s', '5S', '1.s.']) assert.equal(parseGoDuration(text), undefined, text);
   });
 });

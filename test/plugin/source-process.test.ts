@@ -7,7 +7,8 @@ import { BudgetExceededError, RenderError, exitCodeFor } from '../../plugin/erro
 import { renderSource } from '../../plugin/source/index.ts';
 import { runProcess } from '../../plugin/source/process.ts';
 import type { RunOptions } from '../../plugin/source/process.ts';
-import { configFor, fakeTool, fixtureCopy, isAlive, tempDir, waitFor } from './source-support.ts';
+import { configFor, fakeTool, fixtureCopy, isAlive, tempDir } from './source-support.ts';
+import { LOCAL_WAIT, waitFor } from '../support/wait.ts';
 
 const never = new AbortController().signal;
 
@@ -91,7 +92,7 @@ describe('runProcess', () => {
       return true;
     });
     const pid = Number(await readFile(pidFile, 'utf8'));
-    await waitFor(() => !isAlive(pid), 'the flooding program to stop');
+    await waitFor('the flooding program to stop', () => !isAlive(pid), LOCAL_WAIT);
   });
 
   it('does not start the program when the signal is already aborted', async () => {
@@ -111,20 +112,20 @@ describe('runProcess', () => {
     const dir = await tempDir();
     const controller = new AbortController();
     const running = run(`sleep 300 & echo $! > ${dir}/child; echo $$ > ${dir}/parent; wait`, { signal: controller.signal });
-    await waitFor(() => existsSync(`${dir}/parent`) && existsSync(`${dir}/child`), 'the program to start');
+    await waitFor('the program to start', () => existsSync(`${dir}/parent`) && existsSync(`${dir}/child`), LOCAL_WAIT);
     const parent = Number(await readFile(`${dir}/parent`, 'utf8'));
     const child = Number(await readFile(`${dir}/child`, 'utf8'));
     assert.ok(isAlive(parent) && isAlive(child));
     controller.abort(new Error('received SIGTERM'));
     await assert.rejects(running, (error: unknown) => error instanceof BudgetExceededError && /received SIGTERM/.test(error.message));
-    await waitFor(() => !isAlive(parent) && !isAlive(child), 'the program and its child to be gone');
+    await waitFor('the program and its child to be gone', () => !isAlive(parent) && !isAlive(child), LOCAL_WAIT);
   });
 
   it('sends SIGKILL after the grace period to a program that ignores SIGTERM', { timeout: 30_000 }, async () => {
     const dir = await tempDir();
     const controller = new AbortController();
     const running = run(`trap '' TERM; echo $$ > ${dir}/pid; while :; do sleep 0.05; done`, { signal: controller.signal, killGraceMs: 200 });
-    await waitFor(() => existsSync(`${dir}/pid`), 'the program to start');
+    await waitFor('the program to start', () => existsSync(`${dir}/pid`), LOCAL_WAIT);
     const pid = Number(await readFile(`${dir}/pid`, 'utf8'));
     controller.abort(new Error('time budget of 5s exceeded'));
     await assert.rejects(running, BudgetExceededError);
@@ -140,7 +141,7 @@ describe('renderers on PATH (stand-ins; the real ones are tested in source-kusto
     await fakeTool(bin, 'kustomize', `echo "$@" > ${state}/args; sleep 300 & echo $! > ${state}/child; echo $$ > ${state}/pid; wait`);
     const controller = new AbortController();
     const rendering = renderSource(configFor(app, [], { PATH: `${bin}${path.delimiter}/usr/bin:/bin` }), controller.signal);
-    await waitFor(() => existsSync(`${state}/pid`) && existsSync(`${state}/child`), 'the stand-in kustomize to start');
+    await waitFor('the stand-in kustomize to start', () => existsSync(`${state}/pid`) && existsSync(`${state}/child`), LOCAL_WAIT);
     assert.equal(await readFile(`${state}/args`, 'utf8'), 'build .\n');
     const pids = [Number(await readFile(`${state}/pid`, 'utf8')), Number(await readFile(`${state}/child`, 'utf8'))];
     controller.abort(new Error('time budget of 90s exceeded'));
@@ -149,7 +150,7 @@ describe('renderers on PATH (stand-ins; the real ones are tested in source-kusto
       assert.equal(error.message, 'kustomize build was stopped: time budget of 90s exceeded');
       return true;
     });
-    await waitFor(() => pids.every((pid) => !isAlive(pid)), 'kustomize and its child to be gone');
+    await waitFor('kustomize and its child to be gone', () => pids.every((pid) => !isAlive(pid)), LOCAL_WAIT);
   });
 
   it('says kustomize is not installed when it is not on PATH', async () => {

@@ -79,11 +79,3 @@ export function isAlive(pid: number): boolean {
   }
 }
 
-/** Polls until `check` is true; throws after `limitMs` (a bound, not a timing assertion). */
-export async function waitFor(check: () => boolean | Promise<boolean>, what: string, limitMs = 10_000): Promise<void> {
-  const deadline = Date.now() + limitMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}

@@ -5,7 +5,7 @@
  */
 import type { ApiClient, KubeList, KubeObject } from '../../cluster/api.ts';
 import { podIsReady, podTemplate } from '../../cluster/testing.ts';
-import { waitFor } from '../../cluster/wait.ts';
+import { waitFor } from '../../support/wait.ts';
 
 /** A Secret value no log, Event or error may ever contain (nor its base64). */
 export const SECRET_VALUE = 'hunter2-do-not-leak-7f3a';

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { Cluster } from '../../cluster/harness.ts';
 import { tiedToThisProcess } from '../../cluster/processes.ts';
-import { waitFor } from '../../cluster/wait.ts';
+import { waitFor } from '../../support/wait.ts';
 import { LEAK_CANARY } from './fixtures.ts';
 
 const bin = join(import.meta.dirname, '..', '..', '..', 'bin', 'driftless.js');

@@ -22,7 +22,8 @@ import { UsageError } from '../../../plugin/errors.ts';
 import { ensureTools } from '../../tools.ts';
 import { BIN, REPO, argocdEnv, runCli } from '../cli.ts';
 import type { CliOptions, CliResult } from '../cli.ts';
-import { fakeTool, isAlive, waitFor } from '../source-support.ts';
+import { fakeTool, isAlive } from '../source-support.ts';
+import { LOCAL_WAIT, waitFor } from '../../support/wait.ts';
 
 /** A running `driftless serve`, its stderr kept line by line. */
 interface Server {
@@ -44,7 +45,7 @@ async function startServer(socket: string, args: readonly string[] = ['--socket'
   });
   const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
   const server = { child, socket, log, exited };
-  await waitFor(() => log.some((line) => line.includes('listening on')) || child.exitCode !== null, 'the render server to listen');
+  await waitFor('the render server to listen', () => log.some((line) => line.includes('listening on')) || child.exitCode !== null, LOCAL_WAIT);
   return server;
 }
 
@@ -178,7 +179,7 @@ function signalledWhileRendering(app: Awaited<ReturnType<typeof hangingApp>>, si
   return runCli(['generate'], {
     ...app,
     onSpawn: (child) => {
-      void waitFor(() => existsSync(app.pidFile), 'the renderer to start').then(() => child.kill(signal));
+      void waitFor('the renderer to start', () => existsSync(app.pidFile), LOCAL_WAIT).then(() => child.kill(signal));
     },
   });
 }
@@ -191,7 +192,7 @@ describe('render server: stops', () => {
     assert.equal(result.code, 1, result.stderr);
     assert.equal(result.stdout, '');
     assert.match(result.stderr, /^driftless: stopped by SIGTERM; renderers were terminated, nothing was written\n$/);
-    await waitFor(() => !isAlive(rendererPid(app.pidFile)), 'the renderer to be stopped');
+    await waitFor('the renderer to be stopped', () => !isAlive(rendererPid(app.pidFile)), LOCAL_WAIT);
     assert.equal(served(server), before + 1, 'the server stopped the render, not an in-process fallback');
   });
 
@@ -200,8 +201,8 @@ describe('render server: stops', () => {
     const before = served(server);
     const result = await signalledWhileRendering(app, 'SIGKILL');
     assert.equal(result.signal, 'SIGKILL');
-    await waitFor(() => !isAlive(rendererPid(app.pidFile)), 'the renderer to be stopped');
-    await waitFor(() => served(server) === before + 1, 'the server to finish the request');
+    await waitFor('the renderer to be stopped', () => !isAlive(rendererPid(app.pidFile)), LOCAL_WAIT);
+    await waitFor('the server to finish the request', () => served(server) === before + 1, LOCAL_WAIT);
     const next = await runCli(['generate'], { cwd: join(REPO, 'examples', 'directory'), env: { DRIFTLESS_RENDER_SOCKET: server.socket } });
     assert.equal(next.code, 0, next.stderr);
     assert.equal(served(server), before + 2);
@@ -223,7 +224,7 @@ describe('render server: stops', () => {
       cwd,
       env: { DRIFTLESS_KUSTOMIZE: kustomize, DRIFTLESS_RENDER_SOCKET: own.socket },
       onSpawn: () => {
-        void waitFor(() => existsSync(pidFile), 'the server\'s renderer to start').then(() => own.child.kill('SIGTERM'));
+        void waitFor('the server\'s renderer to start', () => existsSync(pidFile), LOCAL_WAIT).then(() => own.child.kill('SIGTERM'));
       },
     });
     assert.equal(result.code, 0, result.stderr);
@@ -240,7 +241,7 @@ describe('render server: stops', () => {
     const hanging = await hangingApp('busy');
     let busyClient: ChildProcess | undefined;
     const busy = runCli(['generate'], { ...hanging, env: { ...hanging.env, DRIFTLESS_RENDER_SOCKET: own.socket }, onSpawn: (child) => (busyClient = child) });
-    await waitFor(() => existsSync(hanging.pidFile), 'the first render to start');
+    await waitFor('the first render to start', () => existsSync(hanging.pidFile), LOCAL_WAIT);
     const cwd = join(REPO, 'examples', 'directory');
     const second = await runCli(['generate'], { cwd, env: { DRIFTLESS_RENDER_SOCKET: own.socket } });
     assert.deepEqual(second, await runCli(['generate'], { cwd }));

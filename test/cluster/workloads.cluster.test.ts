@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import type { KubeList, KubeObject } from './api.ts';
 import { readinessAnnotation } from './harness.ts';
 import { create, listPods, podIsReady, podTemplate, useCluster, waitForDeploymentRollout } from './testing.ts';
-import { waitFor } from './wait.ts';
+import { waitFor } from '../support/wait.ts';
 
 const fixture = useCluster({ nodes: 2 });
 

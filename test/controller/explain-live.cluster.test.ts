@@ -12,7 +12,7 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { installArgoCdCrds } from '../cluster/argocd.ts';
 import { useCluster, waitForDeploymentRollout } from '../cluster/testing.ts';
-import { waitFor } from '../cluster/wait.ts';
+import { waitFor } from '../support/wait.ts';
 import { applyAsArgoCD, assertNoDrift } from '../support/drift-oracle.ts';
 import { startControllerProcess } from './support/process.ts';
 import { COLLECTIONS, SECRET_VALUE, configMap, createExternalSecret, read, rotateSecret, waitForEvent, waitForReadyPods, workload } from './support/fixtures.ts';

@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { create, useCluster, waitForDeploymentRollout } from '../cluster/testing.ts';
-import { waitFor } from '../cluster/wait.ts';
+import { waitFor } from '../support/wait.ts';
 import { startControllerProcess } from './support/process.ts';
 import { COLLECTIONS, SECRET_VALUE, configMap, createExternalSecret, eventsFor, read, replicaSetNames, rotateSecret, secret, uids, waitForEvent, waitForReadyPods, workload } from './support/fixtures.ts';
 

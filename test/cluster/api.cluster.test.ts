@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { ApiError } from './api.ts';
 import { crdSources, kubernetesVersion } from './versions.ts';
 import { create, podTemplate, useCluster } from './testing.ts';
-import { waitFor } from './wait.ts';
+import { waitFor } from '../support/wait.ts';
 
 const fixture = useCluster();
 

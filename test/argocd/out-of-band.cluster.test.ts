@@ -17,7 +17,7 @@ import type { ApiClient, KubeList, KubeObject } from '../cluster/api.ts';
 import { applicationStatus, pluginName, type Application, type ArgoCD } from '../cluster/argocd.ts';
 import type { Cluster } from '../cluster/harness.ts';
 import { podIsReady, useArgoCD } from '../cluster/testing.ts';
-import { waitFor } from '../cluster/wait.ts';
+import { waitFor } from '../support/wait.ts';
 import { hashOf, podTemplateOf } from './plugin-support.ts';
 import { startControllerProcess, type ControllerProcess } from '../controller/support/process.ts';
 import { COLLECTIONS, createExternalSecret, eventsFor, read, rotateSecret, storedSecretValue, uids } from '../controller/support/fixtures.ts';

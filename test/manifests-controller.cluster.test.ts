@@ -19,7 +19,7 @@ import { findControllerFlag } from '../controller/config.ts';
 import type { KubeObject } from './cluster/api.ts';
 import type { Cluster } from './cluster/harness.ts';
 import { create, useCluster, waitForDeploymentRollout } from './cluster/testing.ts';
-import { waitFor } from './cluster/wait.ts';
+import { waitFor } from './support/wait.ts';
 import { COLLECTIONS, createExternalSecret, read, rotateSecret, uids, waitForEvent, waitForReadyPods, workload } from './controller/support/fixtures.ts';
 import { startControllerProcess } from './controller/support/process.ts';
 import { ensureTools } from './tools.ts';

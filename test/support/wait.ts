@@ -1,6 +1,8 @@
 /**
- * Polling until a condition holds, for cluster start-up and for tests that
- * wait on controllers. Every wait has a deadline and says what it waited for.
+ * The one polling helper of the tests: until a condition holds, for cluster
+ * start-up, tests that wait on controllers, and unit tests that wait on a local
+ * process or a real timer. Every wait has a deadline and says what it waited for;
+ * a deadline bounds a wait, it never asserts a duration.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -19,6 +21,9 @@ export interface WaitOptions {
   /** Called before every attempt; throw from it to stop waiting early (e.g. a process died). */
   readonly abortIf?: () => void;
 }
+
+/** For a local process, socket or in-process state: a short interval, and a deadline that still allows a loaded machine. */
+export const LOCAL_WAIT: WaitOptions = Object.freeze({ timeoutMs: 10_000, intervalMs: 10 });
 
 /**
  * Calls `check` until it returns a value other than `undefined` or `false`,

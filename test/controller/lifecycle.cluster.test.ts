@@ -14,7 +14,7 @@ import assert from 'node:assert/strict';
 import type { KubeObject } from '../cluster/api.ts';
 import type { Cluster } from '../cluster/harness.ts';
 import { useCluster, waitForDeploymentRollout } from '../cluster/testing.ts';
-import { waitFor } from '../cluster/wait.ts';
+import { waitFor } from '../support/wait.ts';
 import { applyAsArgoCD, assertNoDrift } from '../support/drift-oracle.ts';
 import { startControllerProcess, type LogLine } from './support/process.ts';
 import { COLLECTIONS, createExternalSecret, eventsFor, podsOf, read, rotateSecret, uids, waitForEvent, waitForReadyPods, workload } from './support/fixtures.ts';

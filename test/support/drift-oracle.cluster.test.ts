@@ -10,7 +10,7 @@ import { test } from 'node:test';
 import type { ApiClient, KubeObject } from '../cluster/api.ts';
 import type { KubectlResult } from '../cluster/kubectl.ts';
 import { listPods, podIsReady, useCluster, waitForDeploymentRollout } from '../cluster/testing.ts';
-import { waitFor } from '../cluster/wait.ts';
+import { waitFor } from './wait.ts';
 import {
   applyAsArgoCD,
   applyAsArgoCDServerSide,

@@ -9,7 +9,7 @@
 import assert from 'node:assert/strict';
 import type { ApiClient, KubeList, KubeObject } from '../cluster/api.ts';
 import { podIsReady, useCluster } from '../cluster/testing.ts';
-import { waitFor } from '../cluster/wait.ts';
+import { waitFor } from '../support/wait.ts';
 import { applyAsArgoCD, assertNoDrift } from '../support/drift-oracle.ts';
 import { startControllerProcess } from './support/process.ts';
 import { COLLECTIONS, createExternalSecret, podsOf, read, replicaSetNames, rotateSecret, uids, waitForEvent, waitForReadyPods, workload } from './support/fixtures.ts';

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { create, useCluster, waitForDeploymentRollout } from '../cluster/testing.ts';
-import { waitFor } from '../cluster/wait.ts';
+import { waitFor } from '../support/wait.ts';
 import { startControllerProcess, type ControllerProcess } from './support/process.ts';
 import { COLLECTIONS, createExternalSecret, eventsFor, rotateSecret, uids, waitForEvent, waitForReadyPods, workload } from './support/fixtures.ts';
 

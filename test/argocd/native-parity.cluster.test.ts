@@ -12,13 +12,13 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse, stringify } from 'yaml';
-import { HASH_ANNOTATION } from '../../core/hash.ts';
+import { HASH_ANNOTATION } from '../../core/index.ts';
 import type { KubeObject } from '../cluster/api.ts';
 import type { ArgoCD } from '../cluster/argocd.ts';
 import { runCommand } from '../cluster/exec.ts';
 import type { GitRepo } from '../cluster/git-repo.ts';
 import { useArgoCD } from '../cluster/testing.ts';
-import { waitFor } from '../cluster/wait.ts';
+import { waitFor } from '../support/wait.ts';
 import { podTemplateOf, workloadsOf } from './plugin-support.ts';
 
 const fixture = useArgoCD({ apiServer: true });

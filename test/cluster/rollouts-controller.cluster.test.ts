@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import type { KubeObject } from './api.ts';
 import { create, listPods, podIsReady, podTemplate, useCluster } from './testing.ts';
-import { waitFor } from './wait.ts';
+import { waitFor } from '../support/wait.ts';
 
 const fixture = useCluster({ rolloutsController: true });
 

@@ -27,7 +27,7 @@ import { stringify } from 'yaml';
 import type { ApiClient, KubeList, KubeObject } from '../cluster/api.ts';
 import { applicationStatus, type ArgoCD } from '../cluster/argocd.ts';
 import { podIsReady, useArgoCD } from '../cluster/testing.ts';
-import { waitFor } from '../cluster/wait.ts';
+import { waitFor } from '../support/wait.ts';
 import { startControllerProcess, type ControllerProcess } from '../controller/support/process.ts';
 import { COLLECTIONS, configMap, createExternalSecret, eventsFor, read, rotateSecret, workload } from '../controller/support/fixtures.ts';
 import { hashOf, pluginApplicationSpec, type CommittedApp } from './plugin-support.ts';

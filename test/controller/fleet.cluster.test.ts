@@ -16,7 +16,7 @@ import assert from 'node:assert/strict';
 import type { ApiClient, KubeObject } from '../cluster/api.ts';
 import { readinessAnnotation } from '../cluster/kwok-stages.ts';
 import { useCluster, waitForDeploymentRollout } from '../cluster/testing.ts';
-import { waitFor } from '../cluster/wait.ts';
+import { waitFor } from '../support/wait.ts';
 import { applyAsArgoCD, assertNoDrift } from '../support/drift-oracle.ts';
 import { startControllerProcess, type LogLine } from './support/process.ts';
 import { COLLECTIONS, eventsFor, podsOf, read, replicaSetNames, rotateSecret, secret, uids, waitForEvent, waitForReadyPods, workload } from './support/fixtures.ts';

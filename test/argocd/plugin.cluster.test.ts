@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import type { ApiClient, KubeObject } from '../cluster/api.ts';
 import { applicationStatus, type ArgoCD } from '../cluster/argocd.ts';
 import { useArgoCD, listPods, podIsReady } from '../cluster/testing.ts';
-import { waitFor } from '../cluster/wait.ts';
+import { waitFor } from '../support/wait.ts';
 import {
   commitExample,
   hashOf,
