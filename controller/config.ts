@@ -180,6 +180,8 @@ export interface ControllerConfig {
   readonly writeBackApplications: readonly string[];
   /** `plugin.name` values that mark the source the plugin renders (where the file is written). */
   readonly writeBackPluginNames: readonly string[];
+  /** A Secret in `argocdNamespace` whose `sshSigningKey` signs write-back commits; `undefined` = unsigned. */
+  readonly writeBackSigningSecret: string | undefined;
   /** For each flag name, where its value came from. */
   readonly provenance: Readonly<Record<string, Provenance>>;
 }
@@ -773,6 +775,13 @@ function writeBackFlags(): readonly ControllerFlagSpec[] {
     }),
     flag({ name: 'write-back-namespaces', type: 'namespace-list', default: '', defaultText: 'none', description: 'Workloads in these namespaces default to the git strategy (the driftless.dev/restart-strategy annotation wins).' }),
     flag({ name: 'write-back-applications', type: 'name-list', default: '', defaultText: 'none', description: 'Workloads of these Argo CD Applications (name, or namespace/name) default to the git strategy.' }),
+    flag({
+      name: 'write-back-signing-secret',
+      type: 'object-name',
+      default: '',
+      defaultText: 'none: commits are not signed',
+      description: 'A Secret in --argocd-namespace whose sshSigningKey (an OpenSSH private key without passphrase) signs write-back commits (gpg.format=ssh). GPG keys are not supported yet.',
+    }),
     flag({ name: 'write-back-plugin-names', type: 'name-list', default: 'driftless-v1', description: "plugin.name values marking the Application source the plugin renders: the out-of-band file is written to that source's path." }),
   ];
 }
@@ -792,6 +801,7 @@ type WriteBackSettings = Pick<
   | 'writeBackNamespaces'
   | 'writeBackApplications'
   | 'writeBackPluginNames'
+  | 'writeBackSigningSecret'
 >;
 
 function readWriteBackSettings(read: Read, readOptional: ReadOptional): WriteBackSettings {
@@ -808,6 +818,7 @@ function readWriteBackSettings(read: Read, readOptional: ReadOptional): WriteBac
     writeBackNamespaces: readOptional('write-back-namespaces', asNamespaceList) ?? [],
     writeBackApplications: readOptional('write-back-applications', asNameList) ?? [],
     writeBackPluginNames: read('write-back-plugin-names', asNameList),
+    writeBackSigningSecret: readOptional('write-back-signing-secret', asObjectName),
   };
 }
 

@@ -57,6 +57,8 @@ export interface WriteBackDeps {
   credentialsFor(repoURL: string): Promise<GitCredentials | CredentialsRefusal>;
   /** Argo CD's known hosts (`knownHostsOf`), for SSH. */
   knownHosts(): Promise<string | undefined>;
+  /** The OpenSSH private key commits are signed with (`--write-back-signing-secret`); absent or undefined = unsigned. */
+  signingKey?(): Promise<string | undefined>;
   /** The git operation; replaced only by unit tests of the batching. */
   readonly run?: (job: GitJob, settings: GitRunSettings) => Promise<GitRunResult>;
 }
@@ -133,7 +135,14 @@ export function createWriteBack(settings: WriteBackSettings, deps: WriteBackDeps
     if (queue?.length === 0) ready.delete(repoKey);
     open.delete(batch.key);
     busy.add(repoKey);
-    const done = execute(batch).finally(() => {
+    const done = execute(batch)
+      .catch((error: unknown) => {
+        // Only the lookups before git can throw here (credentials, known hosts, signing key); git's own failures are results.
+        const at = deps.clock.now();
+        const message = `write-back to ${redactUrl(batch.target.repoURL)}: reading the credentials failed (${error instanceof Error ? error.name : 'error'})`;
+        for (const member of batch.members) finish(member, batch.target.writeBranch ?? batch.target.baseBranch ?? '', { status: 'failed', error: { kind: 'auth', message }, at });
+      })
+      .finally(() => {
       busy.delete(repoKey);
       running.delete(done);
       pump(repoKey);
@@ -173,6 +182,7 @@ export function createWriteBack(settings: WriteBackSettings, deps: WriteBackDeps
         signal: abort.signal,
         credentials,
         knownHosts,
+        signingKey: deps.signingKey === undefined ? undefined : await deps.signingKey(),
       });
     } catch (error) {
       const at = deps.clock.now();

@@ -56,6 +56,8 @@ export interface GitRunSettings {
   readonly signal: AbortSignal;
   readonly credentials: GitCredentials;
   readonly knownHosts: string | undefined;
+  /** An OpenSSH private key (no passphrase) to sign commits with (`gpg.format=ssh`); undefined = unsigned. */
+  readonly signingKey: string | undefined;
 }
 
 /** The outcome: per path, the configs changed or why that path failed; the commit if one was pushed. */
@@ -76,7 +78,7 @@ export async function runGitJob(job: GitJob, settings: GitRunSettings): Promise<
     const auth = await materialiseCredentials(settings.credentials, settings.knownHosts, path.join(top, 'auth')).catch((error: unknown) => {
       throw new WriteBackError('auth', repo, 'credentials', error instanceof Error ? error.message : 'unusable credentials');
     });
-    const secrets = auth.secrets;
+    const secrets = settings.signingKey === undefined ? auth.secrets : [...auth.secrets, settings.signingKey.trim()];
     const gitAt = (baseDir: string): SimpleGit =>
       simpleGit({
         baseDir,
@@ -109,7 +111,16 @@ export async function runGitJob(job: GitJob, settings: GitRunSettings): Promise<
     await run('config', async () => {
       await git.addConfig('user.name', settings.authorName);
       await git.addConfig('user.email', settings.authorEmail);
-      await git.addConfig('commit.gpgsign', 'false');
+      if (settings.signingKey === undefined) {
+        await git.addConfig('commit.gpgsign', 'false');
+      } else {
+        // git runs `ssh-keygen -Y sign -f <file>`: the key lives beside the credentials and goes with them.
+        const keyFile = path.join(top, 'auth', 'signing-key');
+        await writeFile(keyFile, settings.signingKey.endsWith('\n') ? settings.signingKey : `${settings.signingKey}\n`, { mode: 0o600 });
+        await git.addConfig('gpg.format', 'ssh');
+        await git.addConfig('user.signingkey', keyFile);
+        await git.addConfig('commit.gpgsign', 'true');
+      }
     });
     if (cloneFrom !== write) await run('checkout', () => git.checkout(['-b', write]));
 

@@ -91,6 +91,7 @@ describe('parseControllerConfig: defaults', () => {
       writeBackNamespaces: [],
       writeBackApplications: [],
       writeBackPluginNames: ['driftless-v1'],
+      writeBackSigningSecret: undefined,
       provenance: Object.fromEntries(CONTROLLER_FLAGS.map((spec) => [spec.name, 'default'])),
     });
   });

@@ -5,9 +5,11 @@
  */
 import assert from 'node:assert/strict';
 import { createHash, randomUUID } from 'node:crypto';
-import { readdir, readFile } from 'node:fs/promises';
+import { execFile } from 'node:child_process';
+import { readdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, beforeEach, describe, it } from 'node:test';
+import { promisify } from 'node:util';
 import { formatOutOfBandFile } from '../../../core/out-of-band.ts';
 import { systemClock } from '../../../controller/clock.ts';
 import { selectCredentials, type SecretLike } from '../../../controller/writeback/credentials.ts';
@@ -16,6 +18,7 @@ import type { ConfigDigest, WriteBackResult } from '../../../controller/writebac
 import type { ApplicationLike } from '../../../controller/writeback/source.ts';
 import { createPlayground, startGitHttpServer, type GitHttpServer, type GitPlayground } from './git-server.ts';
 
+const execFileAsync = promisify(execFile);
 const USER = 'driftless-bot';
 const PASSWORD = `canary-${randomUUID()}`;
 const FILE = 'apps/web/.driftless/out-of-band';
@@ -46,13 +49,14 @@ describe('write-back to real Git over HTTP with basic auth', () => {
   /** Everything the write-back said, for the canary scan. */
   const said: string[] = [];
 
-  const engine = (secrets: SecretLike[], overrides: Partial<typeof WRITE_BACK_DEFAULTS> = {}): WriteBack =>
+  const engine = (secrets: SecretLike[], overrides: Partial<typeof WRITE_BACK_DEFAULTS> = {}, signingKey?: string): WriteBack =>
     createWriteBack(
       { ...WRITE_BACK_DEFAULTS, workDir, batchWindowMs: 50, retryBaseMs: 10, retryMaxMs: 50, ...overrides },
       {
         clock: systemClock(),
         credentialsFor: async (url) => selectCredentials(url, secrets),
         knownHosts: async () => undefined,
+        signingKey: async () => signingKey,
       },
     );
   const submit = async (wb: WriteBack, ...args: Parameters<WriteBack['submit']>): Promise<WriteBackResult> => {
@@ -214,6 +218,42 @@ describe('write-back to real Git over HTTP with basic auth', () => {
     const wb = engine([repositorySecret(url, 'reader', 'read-only-wrong'), repositorySecret(prefix, USER, PASSWORD, 'repo-write-creds')]);
     const result = await submit(wb, { application: application('web', url), configs: [secret('db', 'c1')], workloads: [] });
     assert.equal(result.status, 'committed', JSON.stringify(result));
+    await wb.close();
+  });
+
+  it('signs the commit with an SSH key when one is given; git verify-commit accepts it', async () => {
+    await playground.createRepo('signed', 'main', { 'apps/web/deploy.yaml': 'x\n' });
+    const keyFile = path.join(playground.root, 'signing');
+    await execFileAsync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', 'driftless', '-f', keyFile]);
+    const key = await readFile(keyFile, 'utf8');
+    const url = server.url('signed');
+    const wb = engine([repositorySecret(url, USER, PASSWORD)], {}, key);
+    const result = await submit(wb, { application: application('web', url), configs: [secret('db', 's1')], workloads: [] });
+    assert.equal(result.status, 'committed', JSON.stringify(result));
+    const allowed = path.join(playground.root, 'allowed-signers');
+    await writeFile(allowed, `${WRITE_BACK_DEFAULTS.authorEmail} ${await readFile(`${keyFile}.pub`, 'utf8')}`);
+    const bare = path.join(playground.root, 'repos', 'signed.git');
+    await playground.git(['--git-dir', bare, '-c', `gpg.ssh.allowedSignersFile=${allowed}`, 'verify-commit', 'main']);
+    // The unsigned initial commit is refused by the same check: the check can fail.
+    await assert.rejects(playground.git(['--git-dir', bare, '-c', `gpg.ssh.allowedSignersFile=${allowed}`, 'verify-commit', 'main~1']));
+    for (const text of said) assert.ok(!text.includes(key.trim().split('\n')[1] ?? 'unreachable'));
+    await wb.close();
+  });
+
+  it('a .driftless symlink leading out of the repository is refused, and nothing is written', async () => {
+    await playground.createRepo('escape', 'main', { 'apps/web/deploy.yaml': 'x\n' });
+    const dir = path.join(playground.root, 'escape-clone');
+    await playground.git(['clone', '-q', path.join(playground.root, 'repos', 'escape.git'), dir]);
+    await symlink('/tmp', path.join(dir, 'apps/web/.driftless'));
+    await playground.git(['add', '-A'], dir);
+    await playground.git(['commit', '-q', '-m', 'a symlink'], dir);
+    await playground.git(['push', '-q', 'origin', 'HEAD:main'], dir);
+    const url = server.url('escape');
+    const wb = engine([repositorySecret(url, USER, PASSWORD)]);
+    const result = await submit(wb, { application: application('web', url), configs: [secret('db', 'e1')], workloads: [] });
+    assert.equal(result.status === 'failed' && result.error.kind, 'file', JSON.stringify(result));
+    assert.match(result.status === 'failed' ? result.error.message : '', /leads outside the repository/);
+    assert.equal(await playground.commitCount('escape', 'main'), 2);
     await wb.close();
   });
 
