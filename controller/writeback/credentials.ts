@@ -11,8 +11,8 @@
  * holds credentials), then `repo-creds` (longest prefix). Write Secrets come
  * first because they exist for exactly this; the read ones are a fallback an
  * operator may have given write access. URLs compare as Argo CD's
- * `NormalizeGitURL` does (case, a `.git` suffix and a trailing slash ignored);
- * prefixes compare case-insensitively, as its `repo-creds` lookup does.
+ * `NormalizeGitURL` does (case, a `.git` suffix and a trailing slash ignored),
+ * prefixes too (its `getRepositoryCredentialIndex`: both normalised, longest wins).
  */
 
 export const SECRET_TYPE_LABEL = 'argocd.argoproj.io/secret-type';
@@ -66,9 +66,13 @@ export function selectCredentials(repoURL: string, secrets: readonly SecretLike[
       if (match === 'exact') {
         // A `repository` Secret without credentials only registers the repository: look further, as Argo CD does.
         if (normaliseGitUrl(url) === wanted && hasCredentials(secret) && best === undefined) best = secret;
-      } else if (repoURL.toLowerCase().startsWith(url.toLowerCase()) && url.length > bestLength) {
-        best = secret;
-        bestLength = url.length;
+      } else {
+        // As Argo CD's getRepositoryCredentialIndex: both normalised, then the longest prefix.
+        const prefix = normaliseGitUrl(url);
+        if (wanted.startsWith(prefix) && prefix.length > bestLength) {
+          best = secret;
+          bestLength = prefix.length;
+        }
       }
     }
     if (best !== undefined) return credentialsOf(best, `${type} Secret ${best.metadata.name}`, false);

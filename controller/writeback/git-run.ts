@@ -212,7 +212,7 @@ async function insideClone(root: string, dir: string, relative: string, repo: st
     try {
       const real = await realpath(probe);
       if (real !== realRoot && !real.startsWith(`${realRoot}${path.sep}`)) throw new WriteBackError('file', repo, 'edit', `${relative} leads outside the repository (a symlink)`);
-      if (real.split(path.sep).includes('.git')) throw new WriteBackError('file', repo, 'edit', `${relative} leads into .git`);
+      if (path.relative(realRoot, real).split(path.sep).includes('.git')) throw new WriteBackError('file', repo, 'edit', `${relative} leads into .git`);
       return;
     } catch (error) {
       if (error instanceof WriteBackError) throw error;

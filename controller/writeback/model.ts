@@ -41,7 +41,8 @@ export interface WriteBackPlace {
 
 /**
  * The outcome of one submission:
- * - `committed`: a commit holding the digests was pushed (possibly shared with other submissions of the batch);
+ * - `committed`: a commit holding the digests was pushed (possibly shared with other submissions of the batch;
+ *   when a later submission in the same batch gave the same config another digest, the commit holds the later one);
  * - `unchanged`: the file already held every digest; nothing was committed;
  * - `refused`: the Application cannot be written for (a non-Git source, ambiguous, bad credentials Secret…);
  * - `failed`: git failed; `error` says how (`auth`, `rejected`, …).

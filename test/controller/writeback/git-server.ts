@@ -137,8 +137,13 @@ export interface GitHttpServer {
   /** `http://127.0.0.1:<port>/<name>.git` */
   url(name: string): string;
   readonly requests: SeenRequest[];
-  /** Called before a `git-receive-pack` POST (a push's pack) is handed to git; awaited. */
-  beforeReceivePack: ((repoPath: string) => Promise<void>) | undefined;
+  /**
+   * Called, and awaited, before a push reaches git: at `pack` (the POST holding our pack; git
+   * receive-pack then finds the ref moved and refuses on the server) or at `advertise` (the GET of
+   * the refs; the client then sees the ref moved and refuses itself, "fetch first"). Called once,
+   * unless `every` is set.
+   */
+  beforeReceivePack: { readonly at: 'pack' | 'advertise'; readonly every?: boolean; readonly run: (repoPath: string) => Promise<void> } | undefined;
   close(): Promise<void>;
 }
 
@@ -163,10 +168,16 @@ export async function startGitHttpServer(playground: GitPlayground, username: st
       res.end('authentication required\n');
       return;
     }
-    if (req.method === 'POST' && url.pathname.endsWith('/git-receive-pack') && state.beforeReceivePack !== undefined) {
-      const hook = state.beforeReceivePack;
-      state.beforeReceivePack = undefined;
-      await hook(url.pathname);
+    const hook = state.beforeReceivePack;
+    const phase =
+      req.method === 'POST' && url.pathname.endsWith('/git-receive-pack')
+        ? 'pack'
+        : req.method === 'GET' && url.pathname.endsWith('/info/refs') && url.searchParams.get('service') === 'git-receive-pack'
+          ? 'advertise'
+          : undefined;
+    if (hook !== undefined && phase === hook.at) {
+      if (hook.every !== true) state.beforeReceivePack = undefined;
+      await hook.run(url.pathname);
     }
     const child = spawn('git', ['http-backend'], {
       env: {

@@ -137,9 +137,12 @@ describe('write-back to real Git over HTTP with basic auth', () => {
     const wb = engine([repositorySecret(url, USER, PASSWORD)]);
     let landed = false;
     // Held at the server: our pack arrives, and before git sees it another push moves main.
-    server.beforeReceivePack = async () => {
-      await playground.pushAsSomeoneElse('race', 'main', { 'apps/web/other.yaml': 'theirs\n' }, 'their change');
-      landed = true;
+    server.beforeReceivePack = {
+      at: 'pack',
+      run: async () => {
+        await playground.pushAsSomeoneElse('race', 'main', { 'apps/web/other.yaml': 'theirs\n' }, 'their change');
+        landed = true;
+      },
     };
     const result = await submit(wb, { application: application('web', url), configs: [secret('db', 'r1')], workloads: [] });
     assert.equal(landed, true);
@@ -148,6 +151,60 @@ describe('write-back to real Git over HTTP with basic auth', () => {
     assert.equal(await playground.commitCount('race', 'main'), 3);
     assert.equal(await playground.show('race', 'main', 'apps/web/other.yaml'), 'theirs\n');
     assert.equal(await playground.show('race', 'main', FILE), formatOutOfBandFile([secret('db', 'r1')]));
+    await wb.close();
+  });
+
+  it('someone else pushes before our push asks for the refs (git refuses client-side, "fetch first"): re-applied, both kept', async () => {
+    await playground.createRepo('race-early', 'main', { 'apps/web/deploy.yaml': 'x\n', [FILE]: formatOutOfBandFile([secret('tls', 't0')]) });
+    const url = server.url('race-early');
+    const wb = engine([repositorySecret(url, USER, PASSWORD)]);
+    // Their change edits the same file: a digest of another config. Ours must be applied on top, theirs kept.
+    server.beforeReceivePack = {
+      at: 'advertise',
+      run: () => playground.pushAsSomeoneElse('race-early', 'main', { [FILE]: formatOutOfBandFile([secret('tls', 't1')]) }, 'their rotation'),
+    };
+    const result = await submit(wb, { application: application('web', url), configs: [secret('db', 'r2')], workloads: [] });
+    assert.equal(result.status === 'committed' && result.attempts, 2, JSON.stringify(result));
+    assert.equal(await playground.show('race-early', 'main', FILE), formatOutOfBandFile([secret('tls', 't1'), secret('db', 'r2')]));
+    assert.equal(await playground.commitCount('race-early', 'main'), 3);
+    await wb.close();
+  });
+
+  it('when others push first at every attempt, the retries are bounded and it fails as non-fast-forward', async () => {
+    await playground.createRepo('busy', 'main', { 'apps/web/deploy.yaml': 'x\n' });
+    const url = server.url('busy');
+    const wb = engine([repositorySecret(url, USER, PASSWORD)], { pushAttempts: 3 });
+    let theirs = 0;
+    server.beforeReceivePack = {
+      at: 'pack',
+      every: true,
+      run: async () => {
+        theirs++;
+        await playground.pushAsSomeoneElse('busy', 'main', { [`apps/web/theirs-${theirs}.yaml`]: 'x\n' }, `theirs ${theirs}`);
+      },
+    };
+    const result = await submit(wb, { application: application('web', url), configs: [secret('db', 'n1')], workloads: [] });
+    server.beforeReceivePack = undefined;
+    assert.equal(result.status === 'failed' && result.error.kind, 'non-fast-forward', JSON.stringify(result));
+    assert.equal(theirs, 3);
+    assert.equal(await playground.commitCount('busy', 'main'), 4);
+    assert.equal(await playground.show('busy', 'main', FILE), undefined);
+    await wb.close();
+  });
+
+  it('two rotations of one config inside the batch window give one commit with the later digest', async () => {
+    await playground.createRepo('twice', 'main', { 'apps/web/deploy.yaml': 'x\n' });
+    const url = server.url('twice');
+    const wb = engine([repositorySecret(url, USER, PASSWORD)], { batchWindowMs: 200 });
+    const [first, second] = await Promise.all([
+      submit(wb, { application: application('web', url), configs: [secret('db', 'v1')], workloads: [] }),
+      submit(wb, { application: application('web', url), configs: [secret('db', 'v2')], workloads: [] }),
+    ]);
+    // Both are answered by the one commit; it holds the later digest (the live config's), as the file shows.
+    assert.equal(second.status, 'committed');
+    assert.equal(first.status === 'committed' && second.status === 'committed' && first.sha === second.sha, true);
+    assert.equal(await playground.commitCount('twice', 'main'), 2);
+    assert.equal(await playground.show('twice', 'main', FILE), formatOutOfBandFile([secret('db', 'v2')]));
     await wb.close();
   });
 
