@@ -208,6 +208,33 @@ describe('write-back to real Git over HTTP with basic auth', () => {
     await wb.close();
   });
 
+  it('close while a push is in flight aborts git: the submission fails as stopped, nothing lands, the work directory is removed', async () => {
+    await playground.createRepo('aborted', 'main', { 'apps/web/deploy.yaml': 'x\n' });
+    const url = server.url('aborted');
+    const wb = engine([repositorySecret(url, USER, PASSWORD)]);
+    let release = (): void => {};
+    let held = (): void => {};
+    const isHeld = new Promise<void>((resolve) => {
+      held = resolve;
+    });
+    server.beforeReceivePack = {
+      at: 'pack',
+      run: () =>
+        new Promise<void>((resolve) => {
+          release = resolve;
+          held();
+        }),
+    };
+    const pending = submit(wb, { application: application('web', url), configs: [secret('db', 'x1')], workloads: [] });
+    await isHeld;
+    await wb.close();
+    const result = await pending;
+    release();
+    assert.equal(result.status === 'failed' && result.error.kind, 'stopped', JSON.stringify(result));
+    assert.equal(await playground.commitCount('aborted', 'main'), 1);
+    assert.deepEqual(await readdir(workDir), []);
+  });
+
   it('a push refused by a pre-receive hook fails as rejected, and nothing lands', async () => {
     await playground.createRepo('guarded', 'main', { 'apps/web/deploy.yaml': 'x\n' });
     await playground.hook('guarded', 'pre-receive', '#!/bin/sh\necho "protected branch: pushes to main need a review" >&2\nexit 1\n');
