@@ -24,6 +24,9 @@ export interface MaterialisedCredentials {
   dispose(): Promise<void>;
 }
 
+/** Variables of the controller's environment git still sees: proxies and CA bundles, nothing of git's own config. */
+const PASSED_THROUGH = Object.freeze(['HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_proxy', 'NO_PROXY', 'no_proxy', 'SSL_CERT_FILE', 'SSL_CERT_DIR']);
+
 /** The environment variables git receives, as simple-git must be told to allow them. */
 export const GIT_ENV_KEYS = Object.freeze(['GIT_ASKPASS', 'GIT_SSH_COMMAND', 'GIT_TERMINAL_PROMPT', 'GIT_CONFIG_NOSYSTEM', 'SSH_ASKPASS']);
 
@@ -47,6 +50,11 @@ export async function materialiseCredentials(credentials: GitCredentials, knownH
     LANG: 'C',
     LC_ALL: 'C',
   };
+  // The host's proxy and CA settings still apply (a cluster behind a proxy reaches its Git host only through it).
+  for (const name of PASSED_THROUGH) {
+    const value = process.env[name];
+    if (value !== undefined && value !== '') env[name] = value;
+  }
   const secrets: string[] = [];
   const dispose = async (): Promise<void> => {
     await rm(dir, { recursive: true, force: true });
