@@ -15,6 +15,7 @@
  *   write (on a change of the live config, never because Git differs) is the
  *   restart path's rule (ADR 0014).
  */
+import { formatOutOfBandFile, OutOfBandFileError, parseOutOfBandFile } from '../../core/out-of-band.ts';
 import type { Clock, Timer } from '../clock.ts';
 import { isCredentialsRefusal, normaliseGitUrl, type CredentialsRefusal, type GitCredentials } from './credentials.ts';
 import { WriteBackError, redactUrl } from './errors.ts';
@@ -218,6 +219,8 @@ export function createWriteBack(settings: WriteBackSettings, deps: WriteBackDeps
       const now = deps.clock.now();
       const target = resolveWriteTarget(request.application, settings.sourceOptions);
       if (isRefusal(target)) return Promise.resolve(Object.freeze({ status: 'refused', reason: target.refused, message: target.message, at: now }));
+      const invalid = requestProblem(request.configs);
+      if (invalid !== undefined) return Promise.resolve(Object.freeze({ status: 'refused', reason: 'invalid-request', message: invalid, at: now }));
       if (closed) return Promise.resolve({ status: 'failed', error: { kind: 'stopped', message: 'the write-back is stopped' }, at: now });
       const repoKey = normaliseGitUrl(target.repoURL);
       const key = `${repoKey}\u0000${target.baseBranch ?? 'HEAD'}\u0000${target.writeBranch ?? ''}`;
@@ -260,6 +263,20 @@ export function createWriteBack(settings: WriteBackSettings, deps: WriteBackDeps
       await Promise.allSettled(running);
     },
   };
+}
+
+/**
+ * What is wrong with the configs of a request, checked by the file's own reader (so nothing the plugin
+ * would refuse is ever committed), or undefined. The message names the field, never the value.
+ */
+function requestProblem(configs: readonly ConfigDigest[]): string | undefined {
+  const unique = new Map(configs.map((c) => [configKey(c), { kind: c.kind, namespace: c.namespace, name: c.name, digest: c.digest }]));
+  try {
+    parseOutOfBandFile(formatOutOfBandFile([...unique.values()]), 'the submitted configs');
+    return undefined;
+  } catch (error) {
+    return error instanceof OutOfBandFileError ? `${error.problem} (in the submitted configs)` : 'the submitted configs are not valid';
+  }
 }
 
 function configKey(c: ConfigDigest): string {

@@ -44,13 +44,13 @@ export interface WriteBackPlace {
  * - `committed`: a commit holding the digests was pushed (possibly shared with other submissions of the batch;
  *   when a later submission in the same batch gave the same config another digest, the commit holds the later one);
  * - `unchanged`: the file already held every digest; nothing was committed;
- * - `refused`: the Application cannot be written for (a non-Git source, ambiguous, bad credentials Secret…);
+ * - `refused`: the Application cannot be written for (a non-Git source, ambiguous, bad credentials Secret…), or the request holds something the file could not (`invalid-request`);
  * - `failed`: git failed; `error` says how (`auth`, `rejected`, …).
  */
 export type WriteBackResult =
   | ({ readonly status: 'committed'; readonly sha: string; readonly attempts: number; readonly at: number } & WriteBackPlace)
   | ({ readonly status: 'unchanged'; readonly at: number } & WriteBackPlace)
-  | { readonly status: 'refused'; readonly reason: SourceRefusalReason | 'unsupported-credentials' | 'incomplete-credentials'; readonly message: string; readonly at: number }
+  | { readonly status: 'refused'; readonly reason: SourceRefusalReason | 'unsupported-credentials' | 'incomplete-credentials' | 'invalid-request'; readonly message: string; readonly at: number }
   | { readonly status: 'failed'; readonly error: { readonly kind: WriteBackErrorKind; readonly message: string }; readonly at: number };
 
 /** What `explain` shows for one Application: the latest submission and where it stands. */

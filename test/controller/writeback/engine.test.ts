@@ -149,6 +149,17 @@ describe('write-back batching and serialisation', () => {
     assert.equal(git.jobs.length, 1);
   });
 
+  it('refuses a request the file could not hold (bad digest, kind or name), naming the field and not the value', async () => {
+    const { git, wb } = setup(0);
+    const bad = await wb.submit({ application: app('a', 'https://h/r.git', 'apps/a'), configs: [{ kind: 'Secret', namespace: 'prod', name: 'db', digest: 'v1:SECRETISH' }], workloads: [] });
+    assert.equal(bad.status === 'refused' && bad.reason, 'invalid-request');
+    assert.match(bad.status === 'refused' ? bad.message : '', /digest must be/);
+    assert.ok(!JSON.stringify(bad).includes('SECRETISH'));
+    const name = await wb.submit({ application: app('a', 'https://h/r.git', 'apps/a'), configs: [{ kind: 'Secret', namespace: 'prod', name: 'Not_A_Name', digest: digest(1) }], workloads: [] });
+    assert.equal(name.status === 'refused' && name.reason, 'invalid-request');
+    assert.equal(git.jobs.length, 0);
+  });
+
   it('close resolves submissions still in their window as stopped', async () => {
     const { git, wb } = setup();
     const a = wb.submit({ application: app('a', 'https://h/r.git', 'apps/a'), configs: [config('s1', 1)], workloads: [] });
