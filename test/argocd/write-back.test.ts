@@ -19,7 +19,7 @@ import { createWriteBack, WRITE_BACK_DEFAULTS } from '../../controller/writeback
 import type { ApplicationLike } from '../../controller/writeback/source.ts';
 import { commitExample, hashOf, pluginApplicationSpec, renderLocally, workloadsOf } from './plugin-support.ts';
 
-const fixture = useArgoCD();
+const fixture = useArgoCD({ rolloutsController: true });
 
 fixture.test('a digest the engine commits is folded by the plugin into the hash: one commit, one sync, the Deployment rolls', async ({ cluster, argocd, namespace }) => {
   const name = `${namespace}-web`;
@@ -74,6 +74,71 @@ fixture.test('a digest the engine commits is folded by the plugin into the hash:
   assert.equal(again.status, 'unchanged');
   await wb.close();
 });
+
+fixture.test('through a Rollout: the engine\'s commit takes it through its canary steps (paused at 25%), then promoted; no restartAt', async ({ cluster, argocd, namespace }) => {
+  const name = `${namespace}-canary`;
+  const app = await commitExample(argocd, name, 'kustomize', (file, content) => {
+    if (file === 'kustomization.yaml') return content.replace(/^namespace: shop$/m, `namespace: ${namespace}`);
+    if (file !== 'rollout.yaml') return content;
+    // A 15 s pause keeps the paused step observable without a long test; the Rollout also uses an out-of-band Secret.
+    return content
+      .replace('pause: {duration: 2m}', 'pause: {duration: 15s}')
+      .replace('    configmap.reloader.stakater.com/reload: worker-settings\n', '    configmap.reloader.stakater.com/reload: worker-settings\n    secret.reloader.stakater.com/reload: oob-tls\n')
+      .replace('                name: worker-settings\n', '                name: worker-settings\n            - secretRef:\n                name: oob-tls\n');
+  });
+  assert.match(await app.repo.read(`${app.path}/rollout.yaml`), /reload: oob-tls[\s\S]*secretRef:\n {16}name: oob-tls\n/);
+  await cluster.admin.request('POST', `/api/v1/namespaces/${namespace}/secrets`, { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'oob-tls' }, stringData: { CERT: 'first' } });
+  await argocd.createApplication(name, pluginApplicationSpec(app, namespace));
+  await argocd.sync(name, { revision: app.revision });
+  await argocd.waitForSyncedAndHealthy(name, app.revision, { timeoutMs: 150_000 });
+  const rolloutPath = `/apis/argoproj.io/v1alpha1/namespaces/${namespace}/rollouts/worker`;
+  const status = async (): Promise<Record<string, unknown>> => ((await cluster.admin.request('GET', rolloutPath)).status ?? {}) as Record<string, unknown>;
+  const initial = await waitFor('the Rollout Healthy', async () => {
+    const s = await status();
+    return s['phase'] === 'Healthy' && typeof s['stableRS'] === 'string' ? s : undefined;
+  }, { timeoutMs: 90_000 });
+  const stable = String(initial['stableRS']);
+
+  const wb = createWriteBack(
+    { ...WRITE_BACK_DEFAULTS, workDir: join(app.repo.workDir, '..', 'write-back-canary'), batchWindowMs: 0 },
+    { clock: systemClock(), credentialsFor: async () => ({ kind: 'none', from: 'file:// repository' }), knownHosts: async () => undefined },
+  );
+  const application = (await argocd.getApplication(name)) as unknown as ApplicationLike;
+  const config = { kind: 'Secret' as const, namespace, name: 'oob-tls', digest: `v1:${createHash('sha256').update('renewed').digest('hex')}` };
+  const result = await wb.submit({ application, configs: [config], workloads: [{ kind: 'Rollout', namespace, name: 'worker' }] });
+  await wb.close();
+  assert.equal(result.status, 'committed', JSON.stringify(result));
+  const sha = result.status === 'committed' ? result.sha : '';
+  await argocd.refresh(name);
+  const compared = await argocd.waitForApplication(name, `compared at ${sha}`, (st) => st.sync?.revision === sha);
+  assert.equal(applicationStatus(compared).sync?.status, 'OutOfSync');
+  await argocd.sync(name, { revision: sha });
+
+  const seen: string[] = [];
+  const note = (s: Record<string, unknown>): void => {
+    const text = JSON.stringify([s['phase'], s['currentStepIndex'], s['stableRS'], s['currentPodHash']]);
+    if (seen.at(-1) !== text) seen.push(text);
+  };
+  const paused = await waitFor('the Rollout at its pause step with a canary beside the stable ReplicaSet', async () => {
+    const s = await status();
+    note(s);
+    return s['currentStepIndex'] === 1 && s['stableRS'] === stable && typeof s['currentPodHash'] === 'string' && s['currentPodHash'] !== stable ? s : undefined;
+  }, { timeoutMs: 90_000, intervalMs: 200 }).catch((error: unknown) => {
+    throw new Error(`states seen: ${seen.join(' ')}`, { cause: error });
+  });
+  const canary = String(paused['currentPodHash']);
+  await waitFor('the Rollout promoted: the canary is the stable ReplicaSet', async () => {
+    const s = await status();
+    note(s);
+    return s['phase'] === 'Healthy' && s['stableRS'] === canary ? s : undefined;
+  }, { timeoutMs: 120_000, intervalMs: 200 }).catch((error: unknown) => {
+    throw new Error(`states seen: ${seen.join(' ')}`, { cause: error });
+  });
+  assert.ok(seen.some((text) => text.startsWith('["Paused",1,')), `the Rollout reported Paused at its pause step: ${seen.join(' ')}`);
+  const rollout = await cluster.admin.request('GET', rolloutPath);
+  assert.equal(rollout.spec?.['restartAt'], undefined, 'nothing restarted it in the cluster');
+  await argocd.waitForSyncedAndHealthy(name, sha);
+}, { timeout: 360_000 });
 
 /** A file's content at a commit of a file:// repository. */
 async function readFileAt(url: string, sha: string, file: string): Promise<string> {
