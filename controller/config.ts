@@ -25,6 +25,7 @@ import { envName, helpRow, parseArgv as readArgv, parseBoolean } from '../cli/fl
 import type { RestartStrategy } from './model.ts';
 import { NOTIFY_EVENTS, NOTIFY_SINKS, type NotifyEvent, type NotifySink } from './notify/message.ts';
 import { parseWebhookUrl, type WebhookUrl } from './notify/url.ts';
+import { DEFAULT_MESSAGE_TEMPLATE } from './writeback/message.ts';
 
 // ---------------------------------------------------------------------------
 // the configuration
@@ -154,6 +155,32 @@ export interface ControllerConfig {
   readonly notifyOn: readonly NotifyEvent[];
   /** Text put before every notification (`"<info> : <text>"`, as Reloader), e.g. the cluster's name. */
   readonly notifyAdditionalInfo: string | undefined;
+  // The Git write-back (controller/writeback/, ADR 0014). Not wired into the restart path yet.
+  /** Commit author (and committer) of write-backs. */
+  readonly writeBackAuthorName: string;
+  readonly writeBackAuthorEmail: string;
+  /** The commit message template: `{applications}`, `{configs}`, `{workloads}`, `{count}`. */
+  readonly writeBackMessage: string;
+  /** Submissions for one repository and branch within this window become one commit. */
+  readonly writeBackBatchWindow: DurationSetting;
+  /** Parent of the private clones; `undefined` = the OS temporary directory. */
+  readonly writeBackWorkDir: string | undefined;
+  /** Push attempts in all when others keep pushing first (non-fast-forward). */
+  readonly writeBackPushAttempts: number;
+  /** Wait before the second push attempt, doubled for each further one (capped at 16 times). */
+  readonly writeBackRetryBackoff: DurationSetting;
+  /** A git command silent for this long is killed. */
+  readonly writeBackGitTimeout: DurationSetting;
+  /** A Secret in `argocdNamespace` with the Git credentials, instead of Argo CD's repository Secrets. */
+  readonly writeBackCredentialsSecret: string | undefined;
+  /** Namespaces whose workloads default to the `git` strategy (sorted, unique). */
+  readonly writeBackNamespaces: readonly string[];
+  /** Applications (`name` or `namespace/name`) whose workloads default to the `git` strategy (sorted, unique). */
+  readonly writeBackApplications: readonly string[];
+  /** `plugin.name` values that mark the source the plugin renders (where the file is written). */
+  readonly writeBackPluginNames: readonly string[];
+  /** A Secret in `argocdNamespace` whose `sshSigningKey` signs write-back commits; `undefined` = unsigned. */
+  readonly writeBackSigningSecret: string | undefined;
   /** For each flag name, where its value came from. */
   readonly provenance: Readonly<Record<string, Provenance>>;
 }
@@ -194,7 +221,11 @@ export type ControllerFlagType =
   /** Comma-separated notification events, or `none`. */
   | 'event-list'
   /** Free text. */
-  | 'text';
+  | 'text'
+  /** A Kubernetes object name (a DNS-1123 subdomain). */
+  | 'object-name'
+  /** Comma-separated object names, each optionally `namespace/name`. */
+  | 'name-list';
 
 /** Inclusive bounds, except `min` when `minExclusive` (e.g. a rate `> 0`). Durations are bounded in milliseconds. */
 export interface FlagRange {
@@ -556,6 +587,7 @@ export const CONTROLLER_FLAGS: readonly ControllerFlagSpec[] = Object.freeze([
     defaultText: 'none',
     description: 'Text put before every notification as "<text> : <notification>", as Reloader does, e.g. the cluster\'s name.',
   }),
+  ...writeBackFlags(),
 ]);
 
 /** Looks a flag up by name (without dashes). */
@@ -667,6 +699,7 @@ export function parseControllerConfig(argv: readonly string[], env: Env): Contro
     retryPeriod: read('retry-period', asDuration),
     dryRun: read('dry-run', asBoolean),
     ...readNotifySettings(readOptional, provenance),
+    ...readWriteBackSettings(read, readOptional),
     provenance,
   } satisfies ControllerConfig);
 }
@@ -698,6 +731,124 @@ function readNotifySettings(readOptional: ReadOptional, provenance: Record<strin
     }
   }
   return { notifyWebhookUrl, notifyWebhookUrlFile, notifySink, notifyOn, notifyAdditionalInfo };
+}
+
+// ---------------------------------------------------------------------------
+// the Git write-back's flags (kept together so they move as one block)
+
+/** The write-back's rows of the flag table, appended at its end. */
+function writeBackFlags(): readonly ControllerFlagSpec[] {
+  return [
+    flag({ name: 'write-back-author-name', type: 'text', default: 'driftless', description: 'Author and committer name of write-back commits (strategy git).' }),
+    flag({ name: 'write-back-author-email', type: 'text', default: 'driftless@noreply.invalid', description: 'Author and committer e-mail of write-back commits.' }),
+    flag({
+      name: 'write-back-message',
+      type: 'text',
+      default: '',
+      defaultText: JSON.stringify(DEFAULT_MESSAGE_TEMPLATE),
+      description: 'Commit message template of write-backs: {applications}, {configs}, {workloads}, {count}; \\n is a line break. Never holds a value or digest.',
+    }),
+    flag({
+      name: 'write-back-batch-window',
+      type: 'duration',
+      range: { min: 0, max: MAX_DURATION_MS },
+      default: '5s',
+      description: 'Write-backs to one repository and branch within this window become one commit (several Applications of a monorepo included).',
+    }),
+    flag({ name: 'write-back-work-dir', type: 'path', default: '', defaultText: 'the OS temporary directory', description: 'Where write-backs clone, each into a private (0700) directory removed afterwards.' }),
+    flag({
+      name: 'write-back-push-attempts',
+      type: 'integer',
+      range: { min: 1, max: 20 },
+      default: '5',
+      description: 'Push attempts of one write-back when others push first (re-fetch, re-apply, retry); then it fails as non-fast-forward.',
+    }),
+    flag({ name: 'write-back-retry-backoff', type: 'duration', range: { min: 0, max: 60_000 }, default: '500ms', description: 'Wait before the second push attempt, doubled for each further one (at most 16 times this).' }),
+    flag({ name: 'write-back-git-timeout', type: 'duration', range: positiveDuration, default: '60s', description: 'A git command of a write-back that is silent for this long is killed.' }),
+    flag({
+      name: 'write-back-credentials-secret',
+      type: 'object-name',
+      default: '',
+      defaultText: "none: Argo CD's repository Secrets",
+      description: "A Secret in --argocd-namespace holding the write-back's Git credentials (username/password or sshPrivateKey), instead of Argo CD's repository-write, repo-write-creds, repository and repo-creds Secrets.",
+    }),
+    flag({ name: 'write-back-namespaces', type: 'namespace-list', default: '', defaultText: 'none', description: 'Workloads in these namespaces default to the git strategy (the driftless.dev/restart-strategy annotation wins).' }),
+    flag({ name: 'write-back-applications', type: 'name-list', default: '', defaultText: 'none', description: 'Workloads of these Argo CD Applications (name, or namespace/name) default to the git strategy.' }),
+    flag({
+      name: 'write-back-signing-secret',
+      type: 'object-name',
+      default: '',
+      defaultText: 'none: commits are not signed',
+      description: 'A Secret in --argocd-namespace whose sshSigningKey (an OpenSSH private key without passphrase) signs write-back commits (gpg.format=ssh). GPG keys are not supported yet.',
+    }),
+    flag({ name: 'write-back-plugin-names', type: 'name-list', default: 'driftless-v1', description: "plugin.name values marking the Application source the plugin renders: the out-of-band file is written to that source's path." }),
+  ];
+}
+
+type Read = <T>(name: string, convert: (given: Given, spec: ControllerFlagSpec) => T) => T;
+type WriteBackSettings = Pick<
+  ControllerConfig,
+  | 'writeBackAuthorName'
+  | 'writeBackAuthorEmail'
+  | 'writeBackMessage'
+  | 'writeBackBatchWindow'
+  | 'writeBackWorkDir'
+  | 'writeBackPushAttempts'
+  | 'writeBackRetryBackoff'
+  | 'writeBackGitTimeout'
+  | 'writeBackCredentialsSecret'
+  | 'writeBackNamespaces'
+  | 'writeBackApplications'
+  | 'writeBackPluginNames'
+  | 'writeBackSigningSecret'
+>;
+
+function readWriteBackSettings(read: Read, readOptional: ReadOptional): WriteBackSettings {
+  return {
+    writeBackAuthorName: read('write-back-author-name', asNonEmptyLine),
+    writeBackAuthorEmail: read('write-back-author-email', asNonEmptyLine),
+    writeBackMessage: readOptional('write-back-message', asMessageTemplate) ?? DEFAULT_MESSAGE_TEMPLATE,
+    writeBackBatchWindow: read('write-back-batch-window', asDuration),
+    writeBackWorkDir: readOptional('write-back-work-dir', asPath),
+    writeBackPushAttempts: read('write-back-push-attempts', asInteger),
+    writeBackRetryBackoff: read('write-back-retry-backoff', asDuration),
+    writeBackGitTimeout: read('write-back-git-timeout', asDuration),
+    writeBackCredentialsSecret: readOptional('write-back-credentials-secret', asObjectName),
+    writeBackNamespaces: readOptional('write-back-namespaces', asNamespaceList) ?? [],
+    writeBackApplications: readOptional('write-back-applications', asNameList) ?? [],
+    writeBackPluginNames: read('write-back-plugin-names', asNameList),
+    writeBackSigningSecret: readOptional('write-back-signing-secret', asObjectName),
+  };
+}
+
+/** One line of text, not empty (a name or e-mail for git, which refuses an empty ident). */
+function asNonEmptyLine(given: Given, spec: ControllerFlagSpec): string {
+  const text = given.text.trim();
+  if (text === '' || /[\n<>]/.test(text)) throw invalid(given, spec, 'one non-empty line without < or >');
+  return text;
+}
+
+/** A message template; `\n` (backslash, n) is a line break, so a flag or env value can hold several lines. */
+function asMessageTemplate(given: Given, spec: ControllerFlagSpec): string {
+  const text = given.text.replace(/\\n/g, '\n');
+  if (text.trim() === '') throw invalid(given, spec, 'an empty message');
+  return text;
+}
+
+function asObjectName(given: Given, spec: ControllerFlagSpec): string {
+  if (given.text.length > 253 || !DNS1123_SUBDOMAIN.test(given.text)) throw invalid(given, spec);
+  return given.text;
+}
+
+function asNameList(given: Given, spec: ControllerFlagSpec): readonly string[] {
+  const items = given.text.split(',').map((item) => item.trim()).filter((item) => item !== '');
+  if (items.length === 0) throw invalid(given, spec, 'no name given');
+  for (const item of items) {
+    const [first, second, extra] = item.split('/');
+    const ok = extra === undefined && [first, second].every((part) => part === undefined || (part.length <= 253 && DNS1123_SUBDOMAIN.test(part)));
+    if (!ok) throw invalid(given, spec, `${quote(item)} is not a name`);
+  }
+  return [...new Set(items)].sort();
 }
 
 // ---------------------------------------------------------------------------
@@ -885,6 +1036,10 @@ function allowedText(spec: ControllerFlagSpec): string {
       return `comma-separated ${joinAlternatives(NOTIFY_EVENTS)}, or none`;
     case 'text':
       return 'any text';
+    case 'object-name':
+      return 'an object name (a lower-case DNS-1123 subdomain, e.g. "git-write-creds")';
+    case 'name-list':
+      return 'comma-separated names or namespace/name pairs (lower-case DNS-1123 names)';
   }
 }
 
@@ -1038,6 +1193,8 @@ const PLACEHOLDERS: Readonly<Record<ControllerFlagType, string>> = {
   url: 'URL',
   'event-list': 'EVENT[,EVENT…]',
   text: 'TEXT',
+  'object-name': 'NAME',
+  'name-list': 'NAME[,NAME…]',
 };
 
 /** The `driftless controller --help` text, generated from CONTROLLER_FLAGS so it cannot drift from the parser. */

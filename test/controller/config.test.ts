@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { CONTROLLER_FLAGS, controllerUsageText, parseControllerConfig } from '../../controller/config.ts';
+import { DEFAULT_MESSAGE_TEMPLATE } from '../../controller/writeback/message.ts';
 import type { ControllerConfig } from '../../controller/config.ts';
 import { UsageError } from '../../cli/errors.ts';
 import { exitCodeFor } from '../../plugin/errors.ts';
@@ -79,6 +80,19 @@ describe('parseControllerConfig: defaults', () => {
       notifySink: 'webhook',
       notifyOn: ['started', 'finished', 'blocked', 'skipped'],
       notifyAdditionalInfo: undefined,
+      writeBackAuthorName: 'driftless',
+      writeBackAuthorEmail: 'driftless@noreply.invalid',
+      writeBackMessage: DEFAULT_MESSAGE_TEMPLATE,
+      writeBackBatchWindow: { ms: 5000, text: '5s' },
+      writeBackWorkDir: undefined,
+      writeBackPushAttempts: 5,
+      writeBackRetryBackoff: { ms: 500, text: '500ms' },
+      writeBackGitTimeout: { ms: 60_000, text: '60s' },
+      writeBackCredentialsSecret: undefined,
+      writeBackNamespaces: [],
+      writeBackApplications: [],
+      writeBackPluginNames: ['driftless-v1'],
+      writeBackSigningSecret: undefined,
       provenance: Object.fromEntries(CONTROLLER_FLAGS.map((spec) => [spec.name, 'default'])),
     });
   });
@@ -324,6 +338,25 @@ describe('parseControllerConfig: help', () => {
   });
 });
 
+describe('parseControllerConfig: write-back flags', () => {
+  it('reads the write-back flags and refuses bad values naming the flag', () => {
+    const config = parse([
+      '--write-back-message=roll {workloads}\\n\\n{configs}',
+      '--write-back-applications=web,argocd/api,web',
+      '--write-back-credentials-secret=git-write',
+      '--write-back-batch-window=0',
+    ]);
+    assert.equal(config.writeBackMessage, 'roll {workloads}\n\n{configs}');
+    assert.deepEqual(config.writeBackApplications, ['argocd/api', 'web']);
+    assert.equal(config.writeBackCredentialsSecret, 'git-write');
+    assert.equal(config.writeBackBatchWindow.ms, 0);
+    assert.throws(() => parse(['--write-back-credentials-secret=Bad_Name']), /--write-back-credentials-secret/);
+    assert.throws(() => parse(['--write-back-applications=a/b/c']), /--write-back-applications/);
+    assert.throws(() => parse(['--write-back-push-attempts=0']), /--write-back-push-attempts/);
+    assert.throws(() => parse(['--write-back-author-email=a <b>']), /--write-back-author-email/);
+  });
+});
+
 describe('controllerUsageText', () => {
   const text = controllerUsageText();
 
@@ -346,7 +379,7 @@ describe('controllerUsageText', () => {
     for (const spec of CONTROLLER_FLAGS) {
       if (spec.default === '') continue;
       const value = config[fieldOf(spec.name)];
-      const shown = typeof value === 'object' && value !== null && 'text' in value ? value.text : typeof value === 'string' ? value : JSON.stringify(value);
+      const shown = typeof value === 'object' && value !== null && 'text' in value ? value.text : typeof value === 'string' ? value : Array.isArray(value) ? value.join(',') : JSON.stringify(value);
       assert.equal(shown, spec.default, spec.name);
     }
   });

@@ -1,0 +1,315 @@
+/**
+ * The write-back engine: what the restart path calls. `submit` takes an
+ * Application's changed digests and resolves when they are in Git (or why
+ * not); `status` tells `explain` what is pending and what was committed.
+ *
+ * - **Batching.** Submissions for the same repository and branches within
+ *   `batchWindowMs` of the first become one commit (Image Updater's users
+ *   with 90 Applications in a monorepo waited minutes for 90 commits). A
+ *   batch waiting for its repository keeps accepting submissions.
+ * - **Serialisation.** At most one git operation per repository at a time,
+ *   whatever the branch: two clones racing each other would only make
+ *   non-fast-forward retries.
+ * - **No empty commits.** A submission whose digests the file already holds
+ *   is `unchanged`. The engine writes what it is given; deciding *when* to
+ *   write (on a change of the live config, never because Git differs) is the
+ *   restart path's rule (ADR 0014).
+ */
+import { formatOutOfBandFile, OutOfBandFileError, parseOutOfBandFile } from '../../core/index.ts';
+import type { Clock, Timer } from '../clock.ts';
+import { isCredentialsRefusal, normaliseGitUrl, type CredentialsRefusal, type GitCredentials } from './credentials.ts';
+import { WriteBackError, redactUrl } from './errors.ts';
+import { runGitJob, type GitJob, type GitRunResult, type GitRunSettings, type PathEdit } from './git-run.ts';
+import { commitMessage, DEFAULT_MESSAGE_TEMPLATE } from './message.ts';
+import type { ConfigDigest, WriteBackRequest, WriteBackResult, WriteBackStatus, WorkloadRef } from './model.ts';
+import { DEFAULT_SOURCE_OPTIONS, isRefusal, resolveWriteTarget, type SourceOptions, type WriteTarget } from './source.ts';
+
+/** The engine's settings (from the controller's flags). */
+export interface WriteBackSettings {
+  readonly workDir: string;
+  readonly authorName: string;
+  readonly authorEmail: string;
+  readonly messageTemplate: string;
+  readonly batchWindowMs: number;
+  readonly pushAttempts: number;
+  readonly retryBaseMs: number;
+  readonly retryMaxMs: number;
+  readonly commandTimeoutMs: number;
+  readonly sourceOptions: SourceOptions;
+}
+
+/** Defaults matching the flags' defaults; `workDir` has none. */
+export const WRITE_BACK_DEFAULTS: Omit<WriteBackSettings, 'workDir'> = Object.freeze({
+  authorName: 'driftless',
+  authorEmail: 'driftless@noreply.invalid',
+  messageTemplate: DEFAULT_MESSAGE_TEMPLATE,
+  batchWindowMs: 5_000,
+  pushAttempts: 5,
+  retryBaseMs: 500,
+  retryMaxMs: 8_000,
+  commandTimeoutMs: 60_000,
+  sourceOptions: DEFAULT_SOURCE_OPTIONS,
+});
+
+/** What the engine needs from outside: time, and the credentials (read from Argo CD's Secrets by the caller). */
+export interface WriteBackDeps {
+  readonly clock: Clock;
+  /** The credentials for a repository URL (see `selectCredentials`). */
+  credentialsFor(repoURL: string): Promise<GitCredentials | CredentialsRefusal>;
+  /** Argo CD's known hosts (`knownHostsOf`), for SSH. */
+  knownHosts(): Promise<string | undefined>;
+  /** The OpenSSH private key commits are signed with (`--write-back-signing-secret`); absent or undefined = unsigned. */
+  signingKey?(): Promise<string | undefined>;
+  /** The git operation; replaced only by unit tests of the batching. */
+  readonly run?: (job: GitJob, settings: GitRunSettings) => Promise<GitRunResult>;
+}
+
+/** The interface the restart path uses. */
+export interface WriteBack {
+  /** Writes the request's digests; resolves with the outcome (never rejects). */
+  submit(request: WriteBackRequest): Promise<WriteBackResult>;
+  /** The latest submission of every Application seen, sorted by namespace and name. */
+  status(): readonly WriteBackStatus[];
+  /** The latest submission of one Application. */
+  statusOf(namespace: string, name: string): WriteBackStatus | undefined;
+  /** Stops: open batches resolve `failed` (`stopped`), a running git command is aborted. */
+  close(): Promise<void>;
+}
+
+interface Member {
+  readonly target: WriteTarget;
+  readonly request: WriteBackRequest;
+  readonly submittedAt: number;
+  readonly resolve: (result: WriteBackResult) => void;
+}
+
+interface Batch {
+  readonly key: string;
+  readonly repoKey: string;
+  readonly target: WriteTarget;
+  readonly members: Member[];
+  timer: Timer | undefined;
+}
+
+/** Creates the engine. No module state: everything lives in the returned object. */
+export function createWriteBack(settings: WriteBackSettings, deps: WriteBackDeps): WriteBack {
+  const run = deps.run ?? runGitJob;
+  const abort = new AbortController();
+  /** Batches not yet started, by repository + branches. */
+  const open = new Map<string, Batch>();
+  /** Ready batches per repository, in order; the head runs when the repository is free. */
+  const ready = new Map<string, Batch[]>();
+  const busy = new Set<string>();
+  const running = new Set<Promise<void>>();
+  const statuses = new Map<string, WriteBackStatus>();
+  let closed = false;
+
+  const appKey = (namespace: string, name: string): string => `${namespace}\u0000${name}`;
+  const record = (member: Member, state: WriteBackStatus['state'], branch: string, result: WriteBackResult | undefined): void => {
+    const { namespace, name } = member.target.application;
+    const current = statuses.get(appKey(namespace, name));
+    // A later submission of the same Application owns the status; an older batch finishing must not overwrite it.
+    if (current !== undefined && current.submittedAt > member.submittedAt) return;
+    statuses.set(
+      appKey(namespace, name),
+      Object.freeze({
+        application: member.target.application,
+        state,
+        repo: redactUrl(member.target.repoURL),
+        branch,
+        configs: member.request.configs,
+        submittedAt: member.submittedAt,
+        result,
+      }),
+    );
+  };
+  const finish = (member: Member, branch: string, result: WriteBackResult): void => {
+    record(member, result.status, branch, result);
+    member.resolve(result);
+  };
+
+  const pump = (repoKey: string): void => {
+    if (busy.has(repoKey) || closed) return;
+    const queue = ready.get(repoKey);
+    const batch = queue?.shift();
+    if (batch === undefined) return;
+    if (queue?.length === 0) ready.delete(repoKey);
+    open.delete(batch.key);
+    busy.add(repoKey);
+    const done = execute(batch)
+      .catch((error: unknown) => {
+        // Only the lookups before git can throw here (credentials, known hosts, signing key); git's own failures are results.
+        const at = deps.clock.now();
+        const message = `write-back to ${redactUrl(batch.target.repoURL)}: reading the credentials failed (${error instanceof Error ? error.name : 'error'})`;
+        for (const member of batch.members) finish(member, batch.target.writeBranch ?? batch.target.baseBranch ?? '', { status: 'failed', error: { kind: 'auth', message }, at });
+      })
+      .finally(() => {
+      busy.delete(repoKey);
+      running.delete(done);
+      pump(repoKey);
+    });
+    running.add(done);
+  };
+
+  const execute = async (batch: Batch): Promise<void> => {
+    const branchShown = batch.target.writeBranch ?? batch.target.baseBranch ?? '';
+    for (const member of batch.members) record(member, 'running', branchShown, undefined);
+    const credentials = await deps.credentialsFor(batch.target.repoURL);
+    if (isCredentialsRefusal(credentials)) {
+      const at = deps.clock.now();
+      for (const member of batch.members) finish(member, branchShown, { status: 'refused', reason: credentials.refused, message: credentials.message, at });
+      return;
+    }
+    const knownHosts = credentials.kind === 'ssh' ? await deps.knownHosts() : undefined;
+    const edits = pathEdits(batch.members);
+    const job: GitJob = {
+      repoURL: batch.target.repoURL,
+      baseBranch: batch.target.baseBranch,
+      writeBranch: batch.target.writeBranch,
+      edits,
+      message: (changed) => commitMessage(settings.messageTemplate, subjectOf(batch.members, changed)),
+    };
+    let result: GitRunResult;
+    try {
+      result = await run(job, {
+        workDir: settings.workDir,
+        authorName: settings.authorName,
+        authorEmail: settings.authorEmail,
+        pushAttempts: settings.pushAttempts,
+        retryBaseMs: settings.retryBaseMs,
+        retryMaxMs: settings.retryMaxMs,
+        commandTimeoutMs: settings.commandTimeoutMs,
+        clock: deps.clock,
+        signal: abort.signal,
+        credentials,
+        knownHosts,
+        signingKey: deps.signingKey === undefined ? undefined : await deps.signingKey(),
+      });
+    } catch (error) {
+      const at = deps.clock.now();
+      const failure =
+        error instanceof WriteBackError
+          ? error
+          : new WriteBackError('git', redactUrl(batch.target.repoURL), 'run', `unexpected ${error instanceof Error ? error.name : 'failure'}`);
+      for (const member of batch.members) finish(member, branchShown, { status: 'failed', error: { kind: abort.signal.aborted ? 'stopped' : failure.kind, message: failure.message }, at });
+      return;
+    }
+    const at = deps.clock.now();
+    const place = { repo: redactUrl(batch.target.repoURL), branch: result.branch };
+    for (const member of batch.members) {
+      const failed = result.failed.get(member.target.path);
+      if (failed !== undefined) {
+        finish(member, result.branch, { status: 'failed', error: { kind: failed.kind, message: failed.message }, at });
+        continue;
+      }
+      const changed = new Set((result.changed.get(member.target.path) ?? []).map(configKey));
+      const mine = result.sha !== undefined && member.request.configs.some((c) => changed.has(configKey(c)));
+      finish(
+        member,
+        result.branch,
+        mine
+          ? { status: 'committed', sha: result.sha as string, attempts: result.attempts, at, ...place, path: member.target.path }
+          : { status: 'unchanged', at, ...place, path: member.target.path },
+      );
+    }
+  };
+
+  return {
+    submit(request: WriteBackRequest): Promise<WriteBackResult> {
+      const now = deps.clock.now();
+      const target = resolveWriteTarget(request.application, settings.sourceOptions);
+      if (isRefusal(target)) return Promise.resolve(Object.freeze({ status: 'refused', reason: target.refused, message: target.message, at: now }));
+      const invalid = requestProblem(request.configs);
+      if (invalid !== undefined) return Promise.resolve(Object.freeze({ status: 'refused', reason: 'invalid-request', message: invalid, at: now }));
+      if (closed) return Promise.resolve({ status: 'failed', error: { kind: 'stopped', message: 'the write-back is stopped' }, at: now });
+      const repoKey = normaliseGitUrl(target.repoURL);
+      const key = `${repoKey}\u0000${target.baseBranch ?? 'HEAD'}\u0000${target.writeBranch ?? ''}`;
+      return new Promise((resolve) => {
+        const member: Member = { target, request, submittedAt: now, resolve };
+        let batch = open.get(key);
+        if (batch === undefined) {
+          const created: Batch = { key, repoKey, target, members: [], timer: undefined };
+          created.timer = deps.clock.setTimer(() => {
+            created.timer = undefined;
+            const queue = ready.get(repoKey) ?? [];
+            queue.push(created);
+            ready.set(repoKey, queue);
+            pump(repoKey);
+          }, settings.batchWindowMs);
+          open.set(key, created);
+          batch = created;
+        }
+        batch.members.push(member);
+        record(member, 'pending', target.writeBranch ?? target.baseBranch ?? '', undefined);
+      });
+    },
+    status(): readonly WriteBackStatus[] {
+      return [...statuses.values()].sort((a, b) => compare(a.application.namespace, b.application.namespace) || compare(a.application.name, b.application.name));
+    },
+    statusOf(namespace: string, name: string): WriteBackStatus | undefined {
+      return statuses.get(appKey(namespace, name));
+    },
+    async close(): Promise<void> {
+      closed = true;
+      abort.abort();
+      const at = deps.clock.now();
+      for (const batch of open.values()) {
+        batch.timer?.cancel();
+        // A batch already started is not in `open`; its run sees the abort.
+        for (const member of batch.members) finish(member, member.target.writeBranch ?? member.target.baseBranch ?? '', { status: 'failed', error: { kind: 'stopped', message: 'the write-back stopped before this submission ran' }, at });
+      }
+      open.clear();
+      ready.clear();
+      await Promise.allSettled(running);
+    },
+  };
+}
+
+/**
+ * What is wrong with the configs of a request, checked by the file's own reader (so nothing the plugin
+ * would refuse is ever committed), or undefined. The message names the field, never the value.
+ */
+function requestProblem(configs: readonly ConfigDigest[]): string | undefined {
+  const unique = new Map(configs.map((c) => [configKey(c), { kind: c.kind, namespace: c.namespace, name: c.name, digest: c.digest }]));
+  try {
+    parseOutOfBandFile(formatOutOfBandFile([...unique.values()]), 'the submitted configs');
+    return undefined;
+  } catch (error) {
+    return error instanceof OutOfBandFileError ? `${error.problem} (in the submitted configs)` : 'the submitted configs are not valid';
+  }
+}
+
+function configKey(c: ConfigDigest): string {
+  return `${c.namespace}\u0000${c.kind}\u0000${c.name}`;
+}
+
+/** The configs per directory, in submission order (a later digest of the same config wins). */
+function pathEdits(members: readonly Member[]): PathEdit[] {
+  const byPath = new Map<string, ConfigDigest[]>();
+  for (const m of members) {
+    const list = byPath.get(m.target.path) ?? [];
+    list.push(...m.request.configs);
+    byPath.set(m.target.path, list);
+  }
+  return [...byPath].map(([path, configs]) => ({ path, configs }));
+}
+
+/** What the message names: the Applications, configs and workloads whose digests changed. */
+function subjectOf(members: readonly Member[], changed: ReadonlyMap<string, readonly ConfigDigest[]>) {
+  const applications: { namespace: string; name: string }[] = [];
+  const configs: ConfigDigest[] = [];
+  const workloads: WorkloadRef[] = [];
+  for (const m of members) {
+    const keys = new Set((changed.get(m.target.path) ?? []).map(configKey));
+    const mine = m.request.configs.filter((c) => keys.has(configKey(c)));
+    if (mine.length === 0) continue;
+    applications.push(m.target.application);
+    configs.push(...mine);
+    workloads.push(...m.request.workloads);
+  }
+  return { applications, configs, workloads };
+}
+
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

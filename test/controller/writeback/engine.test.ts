@@ -1,0 +1,171 @@
+/**
+ * Batching and per-repository serialisation of the write-back, on the fake
+ * clock with a scripted git run (the real git run is tested in git.test.ts).
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { FakeClock } from '../../../controller/clock.ts';
+import { createWriteBack, WRITE_BACK_DEFAULTS } from '../../../controller/writeback/engine.ts';
+import { WriteBackError } from '../../../controller/writeback/errors.ts';
+import type { GitJob, GitRunResult } from '../../../controller/writeback/git-run.ts';
+import type { ConfigDigest, WriteBackResult } from '../../../controller/writeback/model.ts';
+import type { ApplicationLike } from '../../../controller/writeback/source.ts';
+
+const digest = (n: number): string => `v1:${n.toString(16).padStart(64, '0')}`;
+const config = (name: string, n: number): ConfigDigest => ({ kind: 'Secret', namespace: 'prod', name, digest: digest(n) });
+const app = (name: string, repoURL: string, path: string, branch = 'main'): ApplicationLike => ({
+  metadata: { name, namespace: 'argocd' },
+  spec: { source: { repoURL, path, targetRevision: branch, plugin: { name: 'driftless-v1' } } },
+});
+
+/** A scripted git: every job waits until the test finishes it; the file state per repo+path is kept to answer "unchanged". */
+function scriptedGit() {
+  const jobs: { job: GitJob; finish: (outcome?: WriteBackError) => void }[] = [];
+  const files = new Map<string, Map<string, string>>();
+  let commits = 0;
+  const run = (job: GitJob): Promise<GitRunResult> =>
+    new Promise((resolve, reject) => {
+      jobs.push({
+        job,
+        finish: (failure) => {
+          if (failure !== undefined) {
+            reject(failure);
+            return;
+          }
+          const changed = new Map<string, ConfigDigest[]>();
+          for (const edit of job.edits) {
+            const key = `${job.repoURL} ${edit.path}`;
+            const held = files.get(key) ?? new Map<string, string>();
+            for (const c of edit.configs) {
+              if (held.get(c.name) === c.digest) continue;
+              held.set(c.name, c.digest);
+              changed.set(edit.path, [...(changed.get(edit.path) ?? []), c]);
+            }
+            files.set(key, held);
+          }
+          const sha = changed.size === 0 ? undefined : `sha${++commits}`;
+          if (sha !== undefined) job.message(changed);
+          resolve({ branch: job.writeBranch ?? job.baseBranch ?? 'default', sha, attempts: 1, changed, failed: new Map() });
+        },
+      });
+    });
+  return { jobs, run };
+}
+
+function setup(windowMs = 5_000) {
+  const clock = new FakeClock(Date.parse('2026-12-02T10:00:00Z'));
+  const git = scriptedGit();
+  const wb = createWriteBack(
+    { ...WRITE_BACK_DEFAULTS, workDir: '/nonexistent', batchWindowMs: windowMs },
+    { clock, run: git.run, credentialsFor: async () => ({ kind: 'none', from: 'test' }), knownHosts: async () => undefined },
+  );
+  return { clock, git, wb };
+}
+
+const settle = async (): Promise<void> => {
+  for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
+};
+
+describe('write-back batching and serialisation', () => {
+  it('submissions for one repository and branch within the window become one job; nothing runs before the window ends', async () => {
+    const { clock, git, wb } = setup();
+    const a = wb.submit({ application: app('a', 'https://h/mono.git', 'apps/a'), configs: [config('s1', 1)], workloads: [] });
+    await clock.advanceAsync(4_999);
+    const b = wb.submit({ application: app('b', 'https://h/mono.git', 'apps/b'), configs: [config('s2', 2)], workloads: [] });
+    assert.equal(git.jobs.length, 0);
+    assert.equal(wb.statusOf('argocd', 'a')?.state, 'pending');
+    await clock.advanceAsync(1);
+    await settle();
+    assert.equal(git.jobs.length, 1);
+    assert.deepEqual(git.jobs[0]?.job.edits.map((e) => e.path), ['apps/a', 'apps/b']);
+    assert.equal(wb.statusOf('argocd', 'b')?.state, 'running');
+    git.jobs[0]?.finish();
+    const [ra, rb] = await Promise.all([a, b]);
+    assert.equal(ra.status, 'committed');
+    assert.equal(ra.status === 'committed' && rb.status === 'committed' && ra.sha === rb.sha, true);
+    assert.equal(wb.statusOf('argocd', 'a')?.state, 'committed');
+  });
+
+  it('a submission after the window opens a new batch; one repository runs one job at a time, another repository does not wait', async () => {
+    const { clock, git, wb } = setup(1_000);
+    const first = wb.submit({ application: app('a', 'https://h/mono.git', 'apps/a'), configs: [config('s1', 1)], workloads: [] });
+    await clock.advanceAsync(1_000);
+    await settle();
+    assert.equal(git.jobs.length, 1);
+    // The same repository on another branch, and another repository, while the first job runs.
+    const second = wb.submit({ application: app('b', 'https://h/mono.git', 'apps/b', 'release'), configs: [config('s2', 2)], workloads: [] });
+    const other = wb.submit({ application: app('c', 'https://h/other.git', 'apps/c'), configs: [config('s3', 3)], workloads: [] });
+    await clock.advanceAsync(1_000);
+    await settle();
+    assert.deepEqual(git.jobs.map((j) => j.job.repoURL), ['https://h/mono.git', 'https://h/other.git']);
+    // Still waiting for the repository: a late submission for that branch joins the waiting batch.
+    const late = wb.submit({ application: app('d', 'https://h/mono.git', 'apps/d', 'release'), configs: [config('s4', 4)], workloads: [] });
+    await clock.advanceAsync(5_000);
+    await settle();
+    assert.equal(git.jobs.length, 2);
+    git.jobs[0]?.finish();
+    await first;
+    await settle();
+    assert.equal(git.jobs.length, 3);
+    assert.deepEqual(git.jobs[2]?.job.edits.map((e) => e.path), ['apps/b', 'apps/d']);
+    git.jobs[1]?.finish();
+    git.jobs[2]?.finish();
+    const results = await Promise.all([second, other, late]);
+    assert.deepEqual(results.map((r) => r.status), ['committed', 'committed', 'committed']);
+  });
+
+  it('a submission whose digest the file already holds is unchanged; in a mixed batch only the changed one is committed', async () => {
+    const { clock, git, wb } = setup(0);
+    const one = wb.submit({ application: app('a', 'https://h/r.git', 'apps/a'), configs: [config('s1', 1)], workloads: [] });
+    await clock.advanceAsync(0);
+    await settle();
+    git.jobs[0]?.finish();
+    assert.equal((await one).status, 'committed');
+    const same = wb.submit({ application: app('a', 'https://h/r.git', 'apps/a'), configs: [config('s1', 1)], workloads: [] });
+    const fresh = wb.submit({ application: app('b', 'https://h/r.git', 'apps/b'), configs: [config('s2', 2)], workloads: [] });
+    await clock.advanceAsync(0);
+    await settle();
+    git.jobs[1]?.finish();
+    const [rs, rf] = await Promise.all([same, fresh]);
+    assert.equal(rs.status, 'unchanged');
+    assert.equal(rf.status, 'committed');
+  });
+
+  it('a failed job fails every submission of its batch with the typed error; a refused Application never reaches git', async () => {
+    const { clock, git, wb } = setup(10);
+    const a = wb.submit({ application: app('a', 'https://h/r.git', 'apps/a'), configs: [config('s1', 1)], workloads: [] });
+    const refused = await wb.submit({
+      application: { metadata: { name: 'helm', namespace: 'argocd' }, spec: { source: { repoURL: 'https://charts', chart: 'redis' } } },
+      configs: [config('s1', 1)],
+      workloads: [],
+    });
+    assert.equal(refused.status === 'refused' && refused.reason, 'not-git');
+    await clock.advanceAsync(10);
+    await settle();
+    git.jobs[0]?.finish(new WriteBackError('rejected', 'https://h/r.git', 'push', 'protected branch'));
+    const result: WriteBackResult = await a;
+    assert.equal(result.status === 'failed' && result.error.kind, 'rejected');
+    assert.equal(wb.statusOf('argocd', 'a')?.state, 'failed');
+    assert.equal(git.jobs.length, 1);
+  });
+
+  it('refuses a request the file could not hold (bad digest, kind or name), naming the field and not the value', async () => {
+    const { git, wb } = setup(0);
+    const bad = await wb.submit({ application: app('a', 'https://h/r.git', 'apps/a'), configs: [{ kind: 'Secret', namespace: 'prod', name: 'db', digest: 'v1:SECRETISH' }], workloads: [] });
+    assert.equal(bad.status === 'refused' && bad.reason, 'invalid-request');
+    assert.match(bad.status === 'refused' ? bad.message : '', /digest must be/);
+    assert.ok(!JSON.stringify(bad).includes('SECRETISH'));
+    const name = await wb.submit({ application: app('a', 'https://h/r.git', 'apps/a'), configs: [{ kind: 'Secret', namespace: 'prod', name: 'Not_A_Name', digest: digest(1) }], workloads: [] });
+    assert.equal(name.status === 'refused' && name.reason, 'invalid-request');
+    assert.equal(git.jobs.length, 0);
+  });
+
+  it('close resolves submissions still in their window as stopped', async () => {
+    const { git, wb } = setup();
+    const a = wb.submit({ application: app('a', 'https://h/r.git', 'apps/a'), configs: [config('s1', 1)], workloads: [] });
+    await wb.close();
+    const result = await a;
+    assert.equal(result.status === 'failed' && result.error.kind, 'stopped');
+    assert.equal(git.jobs.length, 0);
+  });
+});
