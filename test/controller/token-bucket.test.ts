@@ -23,6 +23,9 @@ class StallingClock implements Clock {
   now(): number {
     return this.#now;
   }
+  monotonic(): number {
+    return this.#now;
+  }
   setTimer(fn: () => void, ms: number): Timer {
     const timer = { dueAt: this.#now + ms, fn };
     this.#timers.add(timer);
