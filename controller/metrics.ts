@@ -30,6 +30,8 @@ export interface ControllerMetrics {
   readonly watchRestarts: Counter<'resource'>;
   readonly relists: Counter<'resource'>;
   readonly apiRequests: Counter<'verb' | 'code'>;
+  /** Writes the API server refused for good (403, 422), by operation (apply, restart-at, evict) and code. */
+  readonly writeFailures: Counter<'operation' | 'code'>;
   /** Reloader's own metric, so that existing dashboards and alerts keep working. */
   readonly reloaderReloadExecuted: Counter<'success' | 'namespace'>;
 }
@@ -51,6 +53,7 @@ export function createMetrics(sources: MetricSources): ControllerMetrics {
     watchRestarts: new Counter({ name: 'driftless_watch_restarts_total', help: 'Watches opened again after an end, an error or silence.', labelNames: ['resource'] as const, registers: [registry] }),
     relists: new Counter({ name: 'driftless_relists_total', help: 'Full lists (first, after 410, periodic).', labelNames: ['resource'] as const, registers: [registry] }),
     apiRequests: new Counter({ name: 'driftless_api_requests_total', help: 'API requests sent, by verb and status code.', labelNames: ['verb', 'code'] as const, registers: [registry] }),
+    writeFailures: new Counter({ name: 'driftless_write_failures_total', help: 'Writes the API server refused for good (403 from an admission webhook or RBAC, 422), by operation (apply, restart-at, evict) and status code.', labelNames: ['operation', 'code'] as const, registers: [registry] }),
     reloaderReloadExecuted: new Counter({ name: 'reloader_reload_executed_total', help: 'Reloader-compatible: restarts started (success=true) or failed (success=false).', labelNames: ['success', 'namespace'] as const, registers: [registry] }),
   };
   new Gauge({ name: 'driftless_queue_depth', help: 'Workload keys waiting to be reconciled.', registers: [registry], collect() { this.set(sources.queueDepth()); } });

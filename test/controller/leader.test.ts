@@ -16,7 +16,6 @@ import { LeaderElector } from '../../controller/leader.ts';
 const LEASE_MS = 15_000;
 const RENEW_DEADLINE_MS = 10_000;
 const RETRY_MS = 2_000;
-const PATH = '/apis/coordination.k8s.io/v1/namespaces/ns/leases';
 
 interface LeaseObject {
   metadata: { name: string; namespace: string; resourceVersion: string };
