@@ -22,7 +22,7 @@ import { unfenced, type Fence } from './kube/fence.ts';
 import { createWrites, dryRunWrites, reportRejectedWrites, type Writes } from './kube/writes.ts';
 import type { HealthSources } from './http.ts';
 import { LeaderElector } from './leader.ts';
-import { createMetrics, type ControllerMetrics } from './metrics.ts';
+import { createMetrics, createWorkqueueMetrics, type ControllerMetrics, type WorkqueueHooks } from './metrics.ts';
 import { setUpNotifications } from './notify/setup.ts';
 import type { WebhookUrl } from './notify/url.ts';
 import type { ConfigSummary, WorkloadKindName } from './model.ts';
@@ -36,6 +36,9 @@ import { TokenBucket } from './token-bucket.ts';
  * the Lease release (at most --retry-period), shutdown stays inside the pod's default 30 s grace period.
  */
 export const DRAIN_BUDGET_MS = 15_000;
+
+/** The `name` label of the workqueue metrics. */
+export const WORKQUEUE_NAME = 'workloads';
 
 /** Helm keeps every release in a Secret of this type: large, numerous, and never mounted by a workload. */
 const HELM_RELEASE_FIELD_SELECTOR = 'type!=helm.sh/release.v1';
@@ -157,7 +160,15 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
     },
   });
   let inFlight = 0;
+  // Assigned with the other metrics below; the queue calls these only once it runs.
+  let queueMetrics: WorkqueueHooks | undefined;
   const queue = new WorkQueue({
+    metrics: {
+      added: () => queueMetrics?.added(),
+      retried: () => queueMetrics?.retried(),
+      started: (ms) => queueMetrics?.started(ms),
+      finished: (ms) => queueMetrics?.finished(ms),
+    },
     concurrency: config.workers,
     clock,
     process: async (key) => {
@@ -256,6 +267,11 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
     isLeader: () => elector === undefined || elector.isLeader,
   });
   fleetMetrics = createFleetMetrics(metrics.registry, () => reconciler.breakerOpen);
+  queueMetrics = createWorkqueueMetrics(metrics.registry, WORKQUEUE_NAME, {
+    depth: () => queue.depth,
+    unfinishedWorkSeconds: () => queue.unfinishedWorkSeconds(),
+    longestRunningSeconds: () => queue.longestRunningSeconds(),
+  });
 
   for (const reflector of reflectors) reflector.start();
   let resyncTimer: { cancel(): void } | undefined;
