@@ -163,3 +163,22 @@ describe('TokenBucket', () => {
     }
   });
 });
+
+describe('TokenBucket.refund', () => {
+  it('gives a token back for work that never happened, capped at the burst', () => {
+    const clock = new FakeClock();
+    const bucket = new TokenBucket({ ratePerSecond: 1, burst: 2, clock });
+    assert.equal(bucket.tryTake(), true);
+    assert.equal(bucket.tryTake(), true);
+    assert.equal(bucket.tryTake(), false, 'spent');
+    bucket.refund();
+    assert.equal(bucket.tryTake(), true, 'the refunded token');
+    assert.equal(bucket.tryTake(), false);
+    bucket.refund();
+    bucket.refund();
+    bucket.refund();
+    assert.equal(bucket.tryTake(), true);
+    assert.equal(bucket.tryTake(), true);
+    assert.equal(bucket.tryTake(), false, 'never more than the burst');
+  });
+});
