@@ -194,7 +194,6 @@ export class LeaderElector implements Fence {
   /** One attempt, GET then PUT (or POST), both under `signal`. */
   async #tryAcquireOrRenew(signal: AbortSignal): Promise<Attempt> {
     const now = this.#clock.now();
-    const seenAt = this.#clock.monotonic();
     const { identity, name, namespace } = this.#options;
     const leaseDurationSeconds = Math.ceil(this.#options.leaseDurationMs / 1000);
     let current: Lease;
@@ -215,7 +214,7 @@ export class LeaderElector implements Fence {
             spec: { holderIdentity: identity, leaseDurationSeconds, acquireTime: microTime(now), renewTime: microTime(now), leaseTransitions: 0 },
           },
         });
-        this.#observed = { record: `${identity}\0${microTime(now)}`, at: seenAt };
+        this.#observed = { record: `${identity}\0${microTime(now)}`, at: this.#clock.monotonic() };
         return 'held';
       } catch (createError) {
         if (!isConflict(createError) && !signal.aborted) this.#log.warn({ err: createError }, 'could not create the Lease');
@@ -225,7 +224,8 @@ export class LeaderElector implements Fence {
     const spec = current.spec ?? {};
     const holder = spec.holderIdentity ?? '';
     const record = `${holder}\0${spec.renewTime ?? ''}`;
-    if (this.#observed?.record !== record) this.#observed = { record, at: seenAt };
+    // Seen when the answer arrived, not when it was asked for: a slow GET must not age another holder's renewal.
+    if (this.#observed?.record !== record) this.#observed = { record, at: this.#clock.monotonic() };
     // A leader that sees another holder has lost, whatever that holder's expiry: someone took the Lease.
     if (this.#leader && holder !== identity) return 'foreign';
     const theirDuration = (spec.leaseDurationSeconds ?? leaseDurationSeconds) * 1000;
@@ -244,7 +244,7 @@ export class LeaderElector implements Fence {
     try {
       // PUT with the resourceVersion we read: of two candidates racing, exactly one succeeds.
       await this.#client.request('PUT', `${this.#path}/${encodeURIComponent(name)}`, { body: next, signal });
-      this.#observed = { record: `${identity}\0${next.spec?.renewTime ?? ''}`, at: seenAt };
+      this.#observed = { record: `${identity}\0${next.spec?.renewTime ?? ''}`, at: this.#clock.monotonic() };
       return 'held';
     } catch (error) {
       // A 409: the Lease changed between our GET and PUT. Not proof of loss (the next GET tells); retried.

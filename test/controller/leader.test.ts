@@ -232,6 +232,26 @@ describe('leader election and the write fence (fake clock, scripted Lease API)',
     await stopOn(clock2, standby.le);
   });
 
+  it('a standby times another holder\'s renewal from when its answer arrived, so a slow GET cannot age it', async (t) => {
+    // No jitter, so the attempts fall on a known grid: a GET every 2 s + 1.5 s, answered at 1.5, 5, 8.5, 12, 15.5 s.
+    t.mock.method(Math, 'random', () => 0);
+    const clock = new FakeClock(1_000_000);
+    const api = new ScriptedLeaseApi(clock);
+    api.takeBy('other');
+    api.latencyMs = 1_500;
+    const standby = elector(api, clock, 'standby');
+    // The standby's first GET is in flight; the holder renews just before it is answered.
+    await clock.advanceAsync(1_400);
+    api.takeBy('other');
+    const renewedAt = clock.monotonic();
+    await runUntil(clock, () => standby.events.includes('started'), 60_000, 50);
+    const took = api.commits.find((c) => c.holder === 'standby')?.at ?? 0;
+    // Its PUT commits one latency after it was sent. Timed from the GET's start, the answer at 15.5 s would
+    // already count the lease as expired, 0.9 s before it is.
+    assert.ok(took - api.latencyMs >= renewedAt + LEASE_MS, `sent its take-over ${took - api.latencyMs - renewedAt} ms after the holder's last renewal; the lease is ${LEASE_MS} ms`);
+    await stopOn(clock, standby.le);
+  });
+
   it('releasing the Lease on stop is bounded by the retry period when the API server hangs', async () => {
     const clock = new FakeClock(1_000_000);
     const api = new ScriptedLeaseApi(clock);
