@@ -108,22 +108,17 @@ function describeStatus(text: string): { reason: string; message: string; detail
   try {
     const body = JSON.parse(text) as { reason?: unknown; message?: unknown; details?: { name?: unknown; group?: unknown; kind?: unknown } };
     const raw = typeof body.details === 'object' && body.details !== null ? body.details : undefined;
-    const text_ = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
+    const stringOf = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
     return {
       reason: typeof body.reason === 'string' ? body.reason : '',
       message: typeof body.message === 'string' ? body.message : '',
-      details: raw === undefined ? undefined : { name: text_(raw.name), group: text_(raw.group), kind: text_(raw.kind) },
+      details: raw === undefined ? undefined : { name: stringOf(raw.name), group: stringOf(raw.group), kind: stringOf(raw.kind) },
     };
   } catch {
     return { reason: '', message: text.slice(0, 200), details: undefined };
   }
 }
 
-/**
- * Builds a client for a loaded KubeConfig. Every request first waits on
- * `limiter` (the client-side QPS), so one Secret used by 500 workloads cannot
- * flood the API server.
- */
 /** Options of a client. */
 export interface KubeClientOptions {
   /** Every request but a watch gives up after this long (the whole answer, body included); default 30 s. */
@@ -133,6 +128,11 @@ export interface KubeClientOptions {
 /** The default deadline of one request: client-go's REST client has none by default, which is how a hung request blocks shutdown. */
 export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
 
+/**
+ * Builds a client for a loaded KubeConfig. Every request first waits on
+ * `limiter` (the client-side QPS), so one Secret used by 500 workloads cannot
+ * flood the API server, and every request but a watch has a deadline.
+ */
 export function createKubeClient(config: KubeConfig, limiter: RequestLimiter, observe?: (method: string, status: number) => void, clientOptions: KubeClientOptions = {}): KubeClient {
   const requestTimeoutMs = clientOptions.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
   const cluster = config.getCurrentCluster();
