@@ -21,8 +21,14 @@ export interface Timer {
 
 /** The time source and timer factory every waiting component takes. */
 export interface Clock {
-  /** Epoch milliseconds. */
+  /** Epoch milliseconds (the wall clock: it can jump, so never use it to prove an interval). */
   now(): number;
+  /**
+   * Milliseconds on a monotonic clock with an arbitrary origin: never jumps when the wall clock is
+   * set, and keeps running while the process is stopped (SIGSTOP), so intervals that bound safety
+   * (leadership) are measured with it.
+   */
+  monotonic(): number;
   /** Runs `fn` once after `ms` milliseconds (negative or NaN: as soon as possible). */
   setTimer(fn: () => void, ms: number): Timer;
 }
@@ -53,6 +59,7 @@ export function sleep(clock: Clock, ms: number, signal: AbortSignal): Promise<vo
 export function systemClock(): Clock {
   return {
     now: () => Date.now(),
+    monotonic: () => performance.now(),
     setTimer(fn: () => void, ms: number): Timer {
       let handle: ReturnType<typeof setNodeTimeout> | undefined;
       const arm = (remaining: number): void => {
@@ -80,6 +87,7 @@ export function systemClock(): Clock {
 /** A Clock for tests: time moves only when the test says so. */
 export class FakeClock implements Clock {
   #now: number;
+  #monotonic = 0;
   #sequence = 0;
   readonly #timers = new Map<number, { readonly dueAt: number; readonly fn: () => void }>();
 
@@ -91,6 +99,20 @@ export class FakeClock implements Clock {
   /** The fake current time. */
   now(): number {
     return this.#now;
+  }
+
+  /** The fake monotonic time: starts at 0 and moves only with `advance`, never with `jumpWallClock`. */
+  monotonic(): number {
+    return this.#monotonic;
+  }
+
+  /**
+   * Sets the fake wall clock forward (or back, with a negative `ms`) as an NTP step or an operator would:
+   * `now()` jumps, the monotonic clock and the timers (which run on elapsed time) do not move.
+   */
+  jumpWallClock(ms: number): void {
+    this.#now += ms;
+    for (const [id, timer] of this.#timers) this.#timers.set(id, { ...timer, dueAt: timer.dueAt + ms });
   }
 
   /** Arms a fake timer, due `ms` after the fake current time. */
@@ -113,7 +135,7 @@ export class FakeClock implements Clock {
   advance(ms: number): void {
     const target = this.#now + delayOf(ms);
     for (let next = this.#nextDue(target); next !== undefined; next = this.#nextDue(target)) this.#fire(next);
-    this.#now = target;
+    this.#moveTo(target);
   }
 
   /**
@@ -129,6 +151,12 @@ export class FakeClock implements Clock {
       this.#fire(next);
       await settle();
     }
+    this.#moveTo(target);
+  }
+
+  /** Moves both clocks to the wall time `target`: elapsed time passes on both. */
+  #moveTo(target: number): void {
+    if (target > this.#now) this.#monotonic += target - this.#now;
     this.#now = target;
   }
 
@@ -149,7 +177,7 @@ export class FakeClock implements Clock {
     const timer = this.#timers.get(id);
     if (timer === undefined) return;
     this.#timers.delete(id);
-    this.#now = Math.max(this.#now, timer.dueAt);
+    this.#moveTo(Math.max(this.#now, timer.dueAt));
     timer.fn();
   }
 }
@@ -161,4 +189,25 @@ export function settle(): Promise<void> {
 
 function delayOf(ms: number): number {
   return Number.isNaN(ms) || ms < 0 ? 0 : ms;
+}
+
+/** A signal that aborts `ms` from now on `clock` (or with `parent`); `cancel` disarms its timer once the work is done. */
+export function deadlineSignal(clock: Clock, ms: number, parent?: AbortSignal): { readonly signal: AbortSignal; cancel(): void } {
+  const controller = new AbortController();
+  const timer = clock.setTimer(() => controller.abort(new DeadlineExceededError(`deadline of ${Math.round(ms)} ms exceeded`)), ms);
+  const onParent = (): void => controller.abort(parent?.reason);
+  if (parent?.aborted === true) onParent();
+  else parent?.addEventListener('abort', onParent, { once: true });
+  return {
+    signal: controller.signal,
+    cancel() {
+      timer.cancel();
+      parent?.removeEventListener('abort', onParent);
+    },
+  };
+}
+
+/** The reason of a `deadlineSignal` that ran out. */
+export class DeadlineExceededError extends Error {
+  override readonly name = 'DeadlineExceededError';
 }

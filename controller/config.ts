@@ -116,6 +116,10 @@ export interface ControllerConfig {
   readonly kubeBurst: number;
   /** Periodic relist, a backstop for missed watch events. */
   readonly resyncPeriod: DurationSetting;
+  /** `--relist-period`: 0 = only at the start and after 410. */
+  readonly relistPeriod: DurationSetting;
+  /** `--kube-request-timeout`. */
+  readonly kubeRequestTimeout: DurationSetting;
   /** A watch that delivers nothing, not even a bookmark, for this long is restarted. */
   readonly watchSilenceTimeout: DurationSetting;
   /** A restart blocked (PodDisruptionBudget, 429) longer than this gets a Warning Event. */
@@ -427,7 +431,21 @@ export const CONTROLLER_FLAGS: readonly ControllerFlagSpec[] = Object.freeze([
     type: 'duration',
     range: positiveDuration,
     default: '10m',
-    description: 'Periodic relist of every watched resource, a backstop for missed watch events.',
+    description: 'Every cached workload is reconciled again this often, from the caches (no API request): the level-triggered backstop.',
+  }),
+  flag({
+    name: 'relist-period',
+    type: 'duration',
+    range: { min: 0, max: MAX_DURATION_MS },
+    default: '0',
+    description: 'Full relist of every watched resource from the API server this often, an opt-in backstop for missed watch events (0, the default: relist only at the start and after 410 Expired, as client-go does).',
+  }),
+  flag({
+    name: 'kube-request-timeout',
+    type: 'duration',
+    range: positiveDuration,
+    default: '30s',
+    description: 'Deadline of every API request but a watch. Writes get min(this, --lease-duration minus --renew-deadline) under --leader-elect, so a write that passed the leadership fence is over before a standby can lead.',
   }),
   flag({
     name: 'watch-silence-timeout',
@@ -681,6 +699,8 @@ export function parseControllerConfig(argv: readonly string[], env: Env): Contro
     kubeQps: read('kube-qps', asNumber),
     kubeBurst: read('kube-burst', asInteger),
     resyncPeriod: read('resync-period', asDuration),
+    relistPeriod: read('relist-period', asDuration),
+    kubeRequestTimeout: read('kube-request-timeout', asDuration),
     watchSilenceTimeout: read('watch-silence-timeout', asDuration),
     evictionBlockedWarning: read('eviction-blocked-warning', asDuration),
     restartCheckInterval: read('restart-check-interval', asDuration),

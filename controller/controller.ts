@@ -15,12 +15,14 @@ import type { ControllerConfig } from './config.ts';
 import { createEventRecorder } from './events.ts';
 import { createFleetMetrics, type FleetMetrics } from './fleet/metrics.ts';
 import { createKubeClient, loadKubeConfig, type KubeClient } from './kube/client.ts';
+import { sleep } from './clock.ts';
 import { Reflector, type ReflectorSpec } from './kube/reflector.ts';
 import { OTHER_RESOURCES, WORKLOAD_RESOURCES, collectionPath, type ResourceSpec } from './kube/resources.ts';
-import { createWrites, dryRunWrites, type Writes } from './kube/writes.ts';
+import { unfenced, type Fence } from './kube/fence.ts';
+import { createWrites, dryRunWrites, reportRejectedWrites, type Writes } from './kube/writes.ts';
 import type { HealthSources } from './http.ts';
 import { LeaderElector } from './leader.ts';
-import { createMetrics, type ControllerMetrics } from './metrics.ts';
+import { createMetrics, createWorkqueueMetrics, type ControllerMetrics, type WorkqueueHooks } from './metrics.ts';
 import { setUpNotifications } from './notify/setup.ts';
 import type { WebhookUrl } from './notify/url.ts';
 import type { ConfigSummary, WorkloadKindName } from './model.ts';
@@ -28,6 +30,15 @@ import { WorkQueue } from './queue.ts';
 import { Reconciler } from './reconciler.ts';
 import { createScope } from './scope.ts';
 import { TokenBucket } from './token-bucket.ts';
+
+/**
+ * How long `stop()` waits for in-flight reconciles before it abandons them: with the notifications' 3 s and
+ * the Lease release (at most --retry-period), shutdown stays inside the pod's default 30 s grace period.
+ */
+export const DRAIN_BUDGET_MS = 15_000;
+
+/** The `name` label of the workqueue metrics. */
+export const WORKQUEUE_NAME = 'workloads';
 
 /** Helm keeps every release in a Secret of this type: large, numerous, and never mounted by a workload. */
 const HELM_RELEASE_FIELD_SELECTOR = 'type!=helm.sh/release.v1';
@@ -41,8 +52,8 @@ export interface ControllerDeps {
   readonly log: Logger;
   readonly clock: Clock;
   readonly hashKey: HashKey | undefined;
-  /** Replaces the API writes (tests). */
-  readonly writes?: (client: KubeClient) => Writes;
+  /** Replaces the API writes (tests); given the fence the real writes would consult. */
+  readonly writes?: (client: KubeClient, fence: Fence) => Writes;
   /** This replica's identity for leader election (pod name, else host name and a random suffix). */
   readonly identity: string;
   /** The Lease's namespace when `--leader-election-namespace` is not given (the pod's own). */
@@ -74,9 +85,26 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
   const limiter = new TokenBucket({ ratePerSecond: config.kubeQps, burst: config.kubeBurst, clock });
   // Assigned below; the client's observer only runs once requests are made.
   let metrics: ControllerMetrics | undefined;
-  const client = createKubeClient(kubeConfig, limiter, (verb, code) => metrics?.apiRequests.inc({ verb, code: String(code) }));
-  let elector: LeaderElector | undefined;
+  const requestTimeoutMs = config.kubeRequestTimeout.ms;
+  const client = createKubeClient(kubeConfig, limiter, (verb, code) => metrics?.apiRequests.inc({ verb, code: String(code) }), { requestTimeoutMs });
   const electionClients: KubeClient[] = [];
+  let elector: LeaderElector | undefined;
+  if (config.leaderElect) {
+    // The Lease has a client of its own, outside --kube-qps: a renewal must never queue behind a relist.
+    const electionClient = createKubeClient(kubeConfig, { take: () => Promise.resolve() }, undefined, { requestTimeoutMs });
+    electionClients.push(electionClient);
+    elector = new LeaderElector(electionClient, {
+      namespace: config.leaderElectionNamespace ?? deps.defaultLeaseNamespace,
+      name: config.leaderElectionId,
+      identity: deps.identity,
+      leaseDurationMs: config.leaseDuration.ms,
+      renewDeadlineMs: config.renewDeadline.ms,
+      retryPeriodMs: config.retryPeriod.ms,
+    }, clock, log);
+  }
+  // Every write is fenced by the election (ADR 0008), and over before a standby can take the Lease.
+  const fence = elector ?? unfenced();
+  const writeTimeoutMs = config.leaderElect ? Math.min(requestTimeoutMs, config.leaseDuration.ms - config.renewDeadline.ms) : requestTimeoutMs;
   const view = new ClusterView();
   const namespaceLabels = new Map<string, Readonly<Record<string, string>>>();
   const inScope = createScope({ ignore: config.ignoreNamespaces, selector: config.namespaceSelector }, (ns) => namespaceLabels.get(ns));
@@ -85,8 +113,18 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
   // Restart Events also go to the webhook, when one is configured; the reconciler only sees a recorder.
   const notifications = setUpNotifications(recorder, config, { clock, log, urlFromFile: deps.notifyWebhookUrl });
   const events = notifications.events;
-  const writes = deps.writes?.(client) ?? (config.dryRun ? dryRunWrites((what) => log.info({ dryRun: true }, what)) : createWrites(client));
   const restartStarts = new TokenBucket({ ratePerSecond: config.restartRate, burst: config.restartBurst, clock });
+  const baseWrites = deps.writes?.(client, fence) ?? (config.dryRun ? dryRunWrites((what) => log.info({ dryRun: true }, what)) : createWrites(client, { fence, timeoutMs: writeTimeoutMs }));
+  // A write refused for good (403 from an admission webhook, 422) is a Warning Event and a metric, and the
+  // restart it would have started gives its --restart-rate token back.
+  const writes = reportRejectedWrites(baseWrites, (rejected) => {
+    metrics?.writeFailures.inc({ operation: rejected.operation, code: String(rejected.status) });
+    if (rejected.startedRestart) restartStarts.refund();
+    log.warn({ operation: rejected.operation, status: rejected.status, workload: rejected.workload === undefined ? undefined : `${rejected.workload.kind}/${rejected.workload.namespace}/${rejected.workload.name}` }, 'the API server refused a write');
+    if (rejected.workload !== undefined) {
+      void events.warning(rejected.workload, 'WriteRejected', `the API server refused the ${rejected.operation} write (${rejected.status}): ${rejected.message}`);
+    }
+  });
   let fleetMetrics: FleetMetrics | undefined;
   const reconciler = new Reconciler({
     view,
@@ -122,7 +160,15 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
     },
   });
   let inFlight = 0;
+  // Assigned with the other metrics below; the queue calls these only once it runs.
+  let queueMetrics: WorkqueueHooks | undefined;
   const queue = new WorkQueue({
+    metrics: {
+      added: () => queueMetrics?.added(),
+      retried: () => queueMetrics?.retried(),
+      started: (ms) => queueMetrics?.started(ms),
+      finished: (ms) => queueMetrics?.finished(ms),
+    },
     concurrency: config.workers,
     clock,
     process: async (key) => {
@@ -146,7 +192,7 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
 
   const timing = {
     silenceMs: config.watchSilenceTimeout.ms,
-    resyncMs: config.resyncPeriod.ms,
+    relistMs: config.relistPeriod.ms,
     backoffBaseMs: 500,
     backoffMaxMs: 30_000,
   };
@@ -221,6 +267,11 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
     isLeader: () => elector === undefined || elector.isLeader,
   });
   fleetMetrics = createFleetMetrics(metrics.registry, () => reconciler.breakerOpen);
+  queueMetrics = createWorkqueueMetrics(metrics.registry, WORKQUEUE_NAME, {
+    depth: () => queue.depth,
+    unfinishedWorkSeconds: () => queue.unfinishedWorkSeconds(),
+    longestRunningSeconds: () => queue.longestRunningSeconds(),
+  });
 
   for (const reflector of reflectors) reflector.start();
   let resyncTimer: { cancel(): void } | undefined;
@@ -232,21 +283,10 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
   });
   // Standbys keep their caches warm; only the leader (or the only replica) reconciles and writes.
   const leading = new Promise<void>((resolve) => {
-    if (!config.leaderElect) {
+    if (elector === undefined) {
       resolve();
       return;
     }
-    // The Lease has a client of its own, outside --kube-qps: a renewal must never queue behind a relist.
-    const electionClient = createKubeClient(kubeConfig, { take: () => Promise.resolve() });
-    electionClients.push(electionClient);
-    elector = new LeaderElector(electionClient, {
-      namespace: config.leaderElectionNamespace ?? deps.defaultLeaseNamespace,
-      name: config.leaderElectionId,
-      identity: deps.identity,
-      leaseDurationMs: config.leaseDuration.ms,
-      renewDeadlineMs: config.renewDeadline.ms,
-      retryPeriodMs: config.retryPeriod.ms,
-    }, clock, log);
     elector.start({ onStartedLeading: resolve, onStoppedLeading: deps.onLostLeadership });
   });
   const synced = Promise.all([cachesSynced, leading]).then(() => {
@@ -292,7 +332,14 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
     async stop() {
       stopped = true;
       resyncTimer?.cancel();
-      await queue.shutdown();
+      // In-flight reconciles get a bounded drain (every request has a deadline, but a reconcile makes several).
+      const drainBound = new AbortController();
+      const drained = await Promise.race([
+        queue.shutdown().then(() => true),
+        sleep(clock, DRAIN_BUDGET_MS, drainBound.signal).then(() => false),
+      ]);
+      drainBound.abort();
+      if (!drained) log.warn({ budgetMs: DRAIN_BUDGET_MS }, 'in-flight reconciles did not finish within the drain budget; stopping anyway');
       // The last restarts' notifications get a moment, bounded well inside a pod's termination grace period.
       await notifications.close(3000);
       // Release the Lease after in-flight work, so the next leader starts from our last write.

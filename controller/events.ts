@@ -16,7 +16,9 @@ export type EventReason = 'RestartStarted' | 'RestartFinished' | 'RestartBlocked
   /** Fleet safety (controller/fleet/): a restart waits for its interval, was halted by the health gate, or the breaker is open. */
   | 'RestartDeferred' | 'RestartHalted' | 'RestartPaused'
   /** A restart waits for Argo CD's pending sync (ADR 0011), or stopped waiting at its bound. */
-  | 'RestartWaitingForSync' | 'RestartSyncWaitExpired';
+  | 'RestartWaitingForSync' | 'RestartSyncWaitExpired'
+  /** The API server refused one of the controller's writes for good (403 from an admission webhook, 422). */
+  | 'WriteRejected';
 
 /** Writes Events. */
 export interface EventRecorder {

@@ -1,8 +1,12 @@
 /**
  * The `driftless controller` process: parse the configuration once, read the
  * hash key, run until SIGTERM/SIGINT, then stop taking work, let in-flight
- * reconciles finish and close the watches. The only `process.exit` of the
- * controller is here. Exit codes: 0 stopped by a signal, 2 usage, 1 anything else.
+ * reconciles finish (within a bounded drain) and close the watches. A lost
+ * Lease is different: the fence has already aborted every write in flight,
+ * and the process exits at once without draining (controller-runtime does the
+ * same), so nothing of the old leader's work outlives its leadership. The only
+ * `process.exit` of the controller is here. Exit codes: 0 stopped by a signal,
+ * 2 usage, 1 anything else (a lost Lease included).
  */
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
@@ -104,12 +108,16 @@ async function main(argv: readonly string[]): Promise<number> {
   }
   log.info({ namespaces: config.namespaces ?? 'all', mode: config.mode, strategy: config.restartStrategy, http: `${config.httpAddr.replace(/:\d+$/, '')}:${http.port}`, leaderElect: config.leaderElect, dryRun: config.dryRun }, 'started');
   const reason = await Promise.race([stopSignal, lost]);
+  if (lostLeadership) {
+    // No drain, no release (the Lease is not ours), no notification flush: exit, and restart as a standby.
+    log.error('lost leadership: exiting without draining');
+    return 1;
+  }
   log.info({ reason }, 'stopping: finishing in-flight work');
   await controller.stop();
   await http.close();
   log.info('stopped');
-  // Losing the Lease is not a clean stop: exit non-zero so the pod restarts as a standby.
-  return lostLeadership ? 1 : 0;
+  return 0;
 }
 
 process.exitCode = await main(process.argv.slice(3)).catch((error: unknown) => {

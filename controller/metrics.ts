@@ -30,6 +30,8 @@ export interface ControllerMetrics {
   readonly watchRestarts: Counter<'resource'>;
   readonly relists: Counter<'resource'>;
   readonly apiRequests: Counter<'verb' | 'code'>;
+  /** Writes the API server refused for good (403, 422), by operation (apply, restart-at, evict) and code. */
+  readonly writeFailures: Counter<'operation' | 'code'>;
   /** Reloader's own metric, so that existing dashboards and alerts keep working. */
   readonly reloaderReloadExecuted: Counter<'success' | 'namespace'>;
 }
@@ -51,6 +53,7 @@ export function createMetrics(sources: MetricSources): ControllerMetrics {
     watchRestarts: new Counter({ name: 'driftless_watch_restarts_total', help: 'Watches opened again after an end, an error or silence.', labelNames: ['resource'] as const, registers: [registry] }),
     relists: new Counter({ name: 'driftless_relists_total', help: 'Full lists (first, after 410, periodic).', labelNames: ['resource'] as const, registers: [registry] }),
     apiRequests: new Counter({ name: 'driftless_api_requests_total', help: 'API requests sent, by verb and status code.', labelNames: ['verb', 'code'] as const, registers: [registry] }),
+    writeFailures: new Counter({ name: 'driftless_write_failures_total', help: 'Writes the API server refused for good (403 from an admission webhook or RBAC, 422), by operation (apply, restart-at, evict) and status code.', labelNames: ['operation', 'code'] as const, registers: [registry] }),
     reloaderReloadExecuted: new Counter({ name: 'reloader_reload_executed_total', help: 'Reloader-compatible: restarts started (success=true) or failed (success=false).', labelNames: ['success', 'namespace'] as const, registers: [registry] }),
   };
   new Gauge({ name: 'driftless_queue_depth', help: 'Workload keys waiting to be reconciled.', registers: [registry], collect() { this.set(sources.queueDepth()); } });
@@ -64,4 +67,57 @@ export function createMetrics(sources: MetricSources): ControllerMetrics {
   });
   new Gauge({ name: 'driftless_leader', help: '1 while this replica holds the leader Lease (or runs without leader election).', registers: [registry], collect() { this.set(sources.isLeader() ? 1 : 0); } });
   return metrics;
+}
+
+/** What the workqueue metrics read at scrape time. */
+export interface WorkqueueReadings {
+  depth(): number;
+  unfinishedWorkSeconds(): number;
+  longestRunningSeconds(): number;
+}
+
+/** The hooks a WorkQueue calls (controller/queue.ts `QueueMetrics`), in milliseconds. */
+export interface WorkqueueHooks {
+  added(): void;
+  retried(): void;
+  started(waitedMs: number): void;
+  finished(ms: number): void;
+}
+
+/**
+ * client-go's workqueue metrics, with its names and a `name` label (the queue's), so that the dashboards and
+ * alerts written for client-go and controller-runtime controllers work unchanged. Buckets as controller-runtime's:
+ * 10 ns to 1000 s by powers of ten.
+ */
+export function createWorkqueueMetrics(registry: Registry, name: string, readings: WorkqueueReadings): WorkqueueHooks {
+  const labelNames = ['name'] as const;
+  const buckets = Array.from({ length: 12 }, (_, i) => 1e-8 * 10 ** i);
+  const adds = new Counter({ name: 'workqueue_adds_total', help: 'Total number of adds handled by workqueue', labelNames, registers: [registry] });
+  const retries = new Counter({ name: 'workqueue_retries_total', help: 'Total number of retries handled by workqueue', labelNames, registers: [registry] });
+  const queueDuration = new Histogram({ name: 'workqueue_queue_duration_seconds', help: 'How long in seconds an item stays in workqueue before being requested', labelNames, buckets, registers: [registry] });
+  const workDuration = new Histogram({ name: 'workqueue_work_duration_seconds', help: 'How long in seconds processing an item from workqueue takes.', labelNames, buckets, registers: [registry] });
+  new Gauge({ name: 'workqueue_depth', help: 'Current depth of workqueue', labelNames, registers: [registry], collect() { this.set({ name }, readings.depth()); } });
+  new Gauge({
+    name: 'workqueue_unfinished_work_seconds',
+    help: 'How many seconds of work has been done that is in progress and hasn\'t been observed by work_duration. Large values indicate stuck threads.',
+    labelNames,
+    registers: [registry],
+    collect() { this.set({ name }, readings.unfinishedWorkSeconds()); },
+  });
+  new Gauge({
+    name: 'workqueue_longest_running_processor_seconds',
+    help: 'How many seconds has the longest running processor for workqueue been running.',
+    labelNames,
+    registers: [registry],
+    collect() { this.set({ name }, readings.longestRunningSeconds()); },
+  });
+  // Zero-valued series from the start, as client-go's: an alert on rate() sees the queue before its first add.
+  adds.inc({ name }, 0);
+  retries.inc({ name }, 0);
+  return {
+    added: () => adds.inc({ name }),
+    retried: () => retries.inc({ name }),
+    started: (waitedMs) => queueDuration.observe({ name }, waitedMs / 1000),
+    finished: (ms) => workDuration.observe({ name }, ms / 1000),
+  };
 }

@@ -36,6 +36,21 @@ import type { Clock, Timer } from './clock.ts';
  */
 export type ProcessResult = { readonly requeueAfterMs?: number } | void;
 
+/**
+ * What the queue reports as it works, for client-go's `workqueue_*` metrics (controller/metrics.ts).
+ * Durations are in milliseconds; depth, unfinished work and the longest run are read from the queue.
+ */
+export interface QueueMetrics {
+  /** A key was queued (ready, or marked to run again after its current run). */
+  added(): void;
+  /** A key was re-added after a failure (client-go's AddRateLimited). */
+  retried(): void;
+  /** A key started to run after waiting `ms` since it became ready. */
+  started(waitedMs: number): void;
+  /** A run took `ms`. */
+  finished(ms: number): void;
+}
+
 /** Per-key retry backoff after failures. */
 export interface Backoff {
   /** Delay after the first failure in a row. */
@@ -55,6 +70,8 @@ export interface WorkQueueOptions {
   readonly backoff?: Backoff;
   /** Told about every failed run; `attempt` is 1 for the first failure in a row. */
   readonly onError?: (key: string, error: unknown, attempt: number) => void;
+  /** Told about adds, retries, waits and runs. */
+  readonly metrics?: QueueMetrics;
 }
 
 /** The default retry backoff: 100 ms, doubling, capped at 5 minutes. */
@@ -72,12 +89,14 @@ export class WorkQueue {
   readonly #clock: Clock;
   readonly #backoff: Backoff;
   readonly #onError: ((key: string, error: unknown, attempt: number) => void) | undefined;
+  readonly #metrics: QueueMetrics | undefined;
 
   /** Ready keys in FIFO order, with the time each became ready. Never holds a key being processed. */
   readonly #ready = new Map<string, number>();
   /** Keys being processed that were added again meanwhile, with the time of that add. */
   readonly #dirty = new Map<string, number>();
-  readonly #processing = new Set<string>();
+  /** Keys being processed, with the monotonic time each run started. */
+  readonly #processing = new Map<string, number>();
   readonly #delayed = new Map<string, { readonly dueAt: number; readonly timer: Timer }>();
   /** Failures in a row, per key; forgotten on success. */
   readonly #failures = new Map<string, number>();
@@ -101,6 +120,7 @@ export class WorkQueue {
     this.#clock = options.clock ?? systemClock();
     this.#backoff = { baseMs: backoff.baseMs, maxMs: backoff.maxMs };
     this.#onError = options.onError;
+    this.#metrics = options.metrics;
   }
 
   /** Begins processing; keys added before are kept and run in the order they were added. Idempotent. */
@@ -114,6 +134,7 @@ export class WorkQueue {
   add(key: string): void {
     if (this.#closed || this.#ready.has(key) || this.#dirty.has(key)) return;
     this.#cancelDelayed(key);
+    this.#metrics?.added();
     if (this.#processing.has(key)) this.#dirty.set(key, this.#clock.now());
     else {
       this.#ready.set(key, this.#clock.now());
@@ -175,6 +196,22 @@ export class WorkQueue {
     return oldest === Infinity ? 0 : Math.max(0, this.#clock.now() - oldest);
   }
 
+  /** Seconds the runs in flight have taken so far, summed (client-go's unfinished work). */
+  unfinishedWorkSeconds(): number {
+    const now = this.#clock.monotonic();
+    let total = 0;
+    for (const since of this.#processing.values()) total += Math.max(0, now - since);
+    return total / 1000;
+  }
+
+  /** Seconds the longest run in flight has taken so far (0 when none). */
+  longestRunningSeconds(): number {
+    const now = this.#clock.monotonic();
+    let longest = 0;
+    for (const since of this.#processing.values()) longest = Math.max(longest, now - since);
+    return longest / 1000;
+  }
+
   /**
    * Stops starting new work, drops every waiting key and timer, and resolves
    * when the runs in flight have finished. Idempotent: every call returns the
@@ -196,11 +233,13 @@ export class WorkQueue {
 
   #pump(): void {
     while (this.#started && !this.#closed && this.#processing.size < this.#concurrency) {
-      const next = this.#ready.keys().next();
+      const next = this.#ready.entries().next();
       if (next.done === true) return;
-      this.#ready.delete(next.value);
-      this.#processing.add(next.value);
-      void this.#run(next.value);
+      const [key, readySince] = next.value;
+      this.#ready.delete(key);
+      this.#metrics?.started(Math.max(0, this.#clock.now() - readySince));
+      this.#processing.set(key, this.#clock.monotonic());
+      void this.#run(key);
     }
   }
 
@@ -218,7 +257,9 @@ export class WorkQueue {
     } catch (error) {
       outcome = { ok: false, error };
     }
+    const startedAt = this.#processing.get(key) ?? this.#clock.monotonic();
     this.#processing.delete(key);
+    this.#metrics?.finished(Math.max(0, this.#clock.monotonic() - startedAt));
     if (outcome.ok) this.#succeeded(key, outcome.result);
     else this.#failed(key, outcome.error);
     const againAt = this.#dirty.get(key);
@@ -245,6 +286,7 @@ export class WorkQueue {
     this.#failures.set(key, attempt);
     this.#report(key, error, attempt);
     if (this.#closed) return;
+    this.#metrics?.retried();
     this.#requeue(key, Math.min(this.#backoff.maxMs, this.#backoff.baseMs * 2 ** (attempt - 1)));
   }
 

@@ -70,6 +70,17 @@ export class TokenBucket {
   }
 
   /**
+   * Gives back a token taken for work that never happened (a restart whose first write the API server
+   * refused): capped at the burst, and handed to the first waiter if there is one.
+   */
+  refund(): void {
+    if (this.#rate === Infinity) return;
+    this.#refill();
+    this.#tokens = Math.min(this.#burst, this.#tokens + 1);
+    this.#serve();
+  }
+
+  /**
    * Resolves once a token is available and every earlier waiter has been
    * served. Rejects with `signal.reason` if the signal aborts first (or
    * already has).

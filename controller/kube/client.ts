@@ -13,7 +13,8 @@
 import { KubeConfig, RequestContext, HttpMethod } from '@kubernetes/client-node';
 import { StringDecoder } from 'node:string_decoder';
 import { getGlobalDispatcher, type Dispatcher } from 'undici';
-import { KubeApiError, KubeConfigError, KubeTransportError } from './errors.ts';
+import { KubeApiError, KubeConfigError, KubeTransportError, type StatusDetails } from './errors.ts';
+import { FencedError, type Fence } from './fence.ts';
 
 /** A limiter every request waits on before it is sent (the client-side QPS). */
 export interface RequestLimiter {
@@ -28,6 +29,13 @@ export interface RequestOptions {
   /** The body's media type; required with a PATCH (an implicit one is how patches go wrong). */
   readonly contentType?: string;
   readonly signal?: AbortSignal;
+  /**
+   * A write's fence (kube/fence.ts): checked after the rate limiter's wait, immediately before the request is
+   * sent, and its signal aborts the request; a fenced request that is refused or aborted throws FencedError.
+   */
+  readonly fence?: Fence;
+  /** Overrides the client's request deadline for this request (ms). */
+  readonly timeoutMs?: number;
   /** Told the size of the response body in bytes (lists size their next page by it). */
   readonly onResponseBytes?: (bytes: number) => void;
 }
@@ -95,25 +103,38 @@ function queryString(query: Readonly<Record<string, string | number | boolean | 
   return text === '' ? '' : `?${text}`;
 }
 
-/** Reads a `Status` body's reason and message without trusting its shape. */
-function describeStatus(text: string): { reason: string; message: string } {
+/** Reads a `Status` body's reason, message and details without trusting its shape. */
+function describeStatus(text: string): { reason: string; message: string; details: StatusDetails | undefined } {
   try {
-    const body = JSON.parse(text) as { reason?: unknown; message?: unknown };
+    const body = JSON.parse(text) as { reason?: unknown; message?: unknown; details?: { name?: unknown; group?: unknown; kind?: unknown } };
+    const raw = typeof body.details === 'object' && body.details !== null ? body.details : undefined;
+    const stringOf = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
     return {
       reason: typeof body.reason === 'string' ? body.reason : '',
       message: typeof body.message === 'string' ? body.message : '',
+      details: raw === undefined ? undefined : { name: stringOf(raw.name), group: stringOf(raw.group), kind: stringOf(raw.kind) },
     };
   } catch {
-    return { reason: '', message: text.slice(0, 200) };
+    return { reason: '', message: text.slice(0, 200), details: undefined };
   }
 }
+
+/** Options of a client. */
+export interface KubeClientOptions {
+  /** Every request but a watch gives up after this long (the whole answer, body included); default 30 s. */
+  readonly requestTimeoutMs?: number;
+}
+
+/** The default deadline of one request: client-go's REST client has none by default, which is how a hung request blocks shutdown. */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
 
 /**
  * Builds a client for a loaded KubeConfig. Every request first waits on
  * `limiter` (the client-side QPS), so one Secret used by 500 workloads cannot
- * flood the API server.
+ * flood the API server, and every request but a watch has a deadline.
  */
-export function createKubeClient(config: KubeConfig, limiter: RequestLimiter, observe?: (method: string, status: number) => void): KubeClient {
+export function createKubeClient(config: KubeConfig, limiter: RequestLimiter, observe?: (method: string, status: number) => void, clientOptions: KubeClientOptions = {}): KubeClient {
+  const requestTimeoutMs = clientOptions.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
   const cluster = config.getCurrentCluster();
   if (cluster === null) throw new KubeConfigError('the kubeconfig has no current cluster');
   const server = cluster.server.replace(/\/+$/, '');
@@ -134,8 +155,8 @@ export function createKubeClient(config: KubeConfig, limiter: RequestLimiter, ob
     return headers;
   }
 
-  async function send(method: string, path: string, options: RequestOptions, extraQuery = ''): Promise<Dispatcher.ResponseData> {
-    await limiter.take(options.signal);
+  async function send(method: string, path: string, options: RequestOptions, extraQuery = '', signal = options.signal): Promise<Dispatcher.ResponseData> {
+    await limiter.take(signal);
     let retriedAuth = false;
     for (;;) {
       const auth = await authHeaders(Date.now(), retriedAuth);
@@ -146,6 +167,8 @@ export function createKubeClient(config: KubeConfig, limiter: RequestLimiter, ob
         requestHeaders['content-type'] = options.contentType ?? 'application/json';
       }
       let response: Dispatcher.ResponseData;
+      // The fence is checked last, with nothing awaited between it and handing the request to the dispatcher.
+      options.fence?.check(`${method} ${path}`);
       try {
         response = await (dispatcher as Dispatcher).request({
           origin,
@@ -153,10 +176,11 @@ export function createKubeClient(config: KubeConfig, limiter: RequestLimiter, ob
           method,
           headers: requestHeaders,
           ...(body === undefined ? {} : { body }),
-          ...(options.signal === undefined ? {} : { signal: options.signal }),
+          ...(signal === undefined ? {} : { signal }),
         });
       } catch (error) {
         observe?.(method, 0);
+        if (options.fence?.signal.aborted === true) throw new FencedError(`${method} ${path}: aborted: leadership was lost`, { cause: error });
         throw new KubeTransportError(method, path, { cause: error });
       }
       observe?.(method, response.statusCode);
@@ -168,8 +192,8 @@ export function createKubeClient(config: KubeConfig, limiter: RequestLimiter, ob
       }
       if (response.statusCode >= 400) {
         const text = await response.body.text().catch(() => '');
-        const { reason, message } = describeStatus(text);
-        throw new KubeApiError(method, path, response.statusCode, reason, message);
+        const { reason, message, details } = describeStatus(text);
+        throw new KubeApiError(method, path, response.statusCode, reason, message, details === undefined ? undefined : { details });
       }
       return response;
     }
@@ -181,8 +205,20 @@ export function createKubeClient(config: KubeConfig, limiter: RequestLimiter, ob
       if (method === 'PATCH' && options.contentType === undefined) {
         throw new TypeError(`PATCH ${path} needs an explicit content type`);
       }
-      const response = await send(method, path, options);
-      const text = await response.body.text();
+      // One deadline over the whole exchange, body included; the fence's signal aborts it too.
+      const signal = AbortSignal.any([
+        AbortSignal.timeout(options.timeoutMs ?? requestTimeoutMs),
+        ...(options.signal === undefined ? [] : [options.signal]),
+        ...(options.fence === undefined ? [] : [options.fence.signal]),
+      ]);
+      const response = await send(method, path, options, '', signal);
+      let text: string;
+      try {
+        text = await response.body.text();
+      } catch (error) {
+        if (options.fence?.signal.aborted === true) throw new FencedError(`${method} ${path}: aborted: leadership was lost`, { cause: error });
+        throw new KubeTransportError(method, path, { cause: error });
+      }
       options.onResponseBytes?.(Buffer.byteLength(text));
       return (text === '' ? undefined : JSON.parse(text)) as T;
     },

@@ -3,6 +3,13 @@
  * the watch loop decide on a status code, never on a message.
  */
 
+/** A `Status`'s details: which object the failure is about (`kind` is the resource, e.g. `pods`, `poddisruptionbudgets`). */
+export interface StatusDetails {
+  readonly name?: string;
+  readonly group?: string;
+  readonly kind?: string;
+}
+
 /** The API server answered with a status ≥ 400. The message is the server's `Status` message, which never carries a Secret value we sent (we send none). */
 export class KubeApiError extends Error {
   override readonly name = 'KubeApiError';
@@ -11,13 +18,19 @@ export class KubeApiError extends Error {
   readonly reason: string;
   readonly method: string;
   readonly path: string;
+  /** The `Status.details`, when the server gave them. */
+  readonly details: StatusDetails | undefined;
+  /** The `Status.message` alone. */
+  readonly statusMessage: string;
 
-  constructor(method: string, path: string, status: number, reason: string, message: string, options?: ErrorOptions) {
+  constructor(method: string, path: string, status: number, reason: string, message: string, options?: ErrorOptions & { readonly details?: StatusDetails }) {
     super(`${method} ${path}: ${status} ${reason}${message === '' ? '' : `: ${message}`}`, options);
     this.status = status;
     this.reason = reason;
     this.method = method;
     this.path = path;
+    this.details = options?.details;
+    this.statusMessage = message;
   }
 }
 
@@ -63,4 +76,22 @@ export function isTooManyRequests(error: unknown): boolean {
 /** 401/403: our identity or its RBAC does not allow the call; retrying will not help until someone changes it. */
 export function isForbidden(error: unknown): boolean {
   return error instanceof KubeApiError && (error.status === 401 || error.status === 403);
+}
+
+/**
+ * A 409 from the Eviction API that means the pod is already gone or replaced: the UID precondition failed
+ * (the storage layer says "Precondition failed: UID in precondition …" about the pod). The other 409s of an
+ * eviction — a conflict on the PodDisruptionBudget's status (details name a `poddisruptionbudgets` object of
+ * group `policy`) or on the pod's own update — are transient: retry, never "gone".
+ */
+export function isEvictionPreconditionFailed(error: unknown): boolean {
+  if (!(error instanceof KubeApiError) || error.status !== 409) return false;
+  const kind = error.details?.kind ?? '';
+  if (error.details?.group === 'policy' || kind.startsWith('poddisruptionbudget')) return false;
+  return /precondition/i.test(error.statusMessage) && /\bUID\b/.test(error.statusMessage);
+}
+
+/** 403 or 422 on a write: an admission webhook, a policy or validation refused it; retrying unchanged will not help. */
+export function isRejectedWrite(error: unknown): boolean {
+  return error instanceof KubeApiError && (error.status === 403 || error.status === 422);
 }

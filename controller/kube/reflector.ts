@@ -12,7 +12,15 @@
  *   stream that says nothing for `silenceMs` → backoff, then watch again from
  *   the last resourceVersion;
  * - bookmarks keep the resourceVersion fresh in quiet collections;
- * - a periodic relist is the backstop for anything a watch could have missed;
+ * - a watch that ends at once with nothing in it counts as a failure and is
+ *   opened again only after the backoff (client-go's "very short watch"), so
+ *   an API server that closes watches cannot be hammered in a tight loop;
+ * - relists happen only at the start and after 410, as client-go's; a periodic
+ *   relist (`relistMs` > 0, off by default) is an opt-in backstop. Lists carry
+ *   no resourceVersion (a consistent read, paged): `resourceVersion=0` would be
+ *   served from the watch cache but may be older than what the controller
+ *   already acted on, and the cache ignores `limit`, so one list of every
+ *   Secret would be held in memory at once (ADR 0008);
  * - `synced` turns true after the first complete list (or the first 404 of an
  *   absent API: known to be empty), never before.
  *
@@ -55,12 +63,15 @@ export interface ReflectorSpec<S> {
  */
 export const PAGE_TARGET_BYTES = 512 * 1024;
 
+/** A watch that ends sooner than this without an event is a "very short watch" (client-go's bound is 1 s). */
+export const SHORT_WATCH_MS = 1000;
+
 /** Timing of the lifecycle. */
 export interface ReflectorTiming {
   /** A watch that delivers nothing (not even a bookmark) this long is restarted. */
   readonly silenceMs: number;
-  /** Full relist period (the backstop). */
-  readonly resyncMs: number;
+  /** Full relist period (the opt-in backstop); 0: never (only at the start and after 410). */
+  readonly relistMs: number;
   readonly backoffBaseMs: number;
   readonly backoffMaxMs: number;
 }
@@ -79,6 +90,8 @@ export interface ReflectorStats {
   lists: number;
   watches: number;
   errors: number;
+  /** Watches that ended at once with no event (each followed by a backoff). */
+  shortWatches: number;
 }
 
 /** The `namespace/name` key of a raw object. */
@@ -107,7 +120,7 @@ interface WatchEvent {
 /** One collection, listed and watched until `stop()`. */
 export class Reflector<S> {
   readonly spec: ReflectorSpec<S>;
-  readonly stats: ReflectorStats = { lists: 0, watches: 0, errors: 0 };
+  readonly stats: ReflectorStats = { lists: 0, watches: 0, errors: 0, shortWatches: 0 };
   readonly #store = new Map<string, S>();
   readonly #client: KubeClient;
   readonly #timing: ReflectorTiming;
@@ -223,7 +236,7 @@ export class Reflector<S> {
     const signal = this.#stopping.signal;
     let failures = 0;
     // Jittered (±10%), so that hundreds of reflectors do not relist in the same second.
-    const resyncDelay = (): number => this.#timing.resyncMs * (0.9 + Math.random() * 0.2);
+    const resyncDelay = (): number => (this.#timing.relistMs > 0 ? this.#timing.relistMs * (0.9 + Math.random() * 0.2) : Infinity);
     let nextResync = this.#clock.now() + resyncDelay();
     while (!signal.aborted) {
       try {
@@ -233,8 +246,15 @@ export class Reflector<S> {
           this.#absent = false;
           this.#markSynced(true);
         }
+        const opened = this.#clock.monotonic();
         const received = await this.#watch(signal, nextResync);
         if (received) failures = 0;
+        else if (!signal.aborted && this.#clock.monotonic() - opened < SHORT_WATCH_MS) {
+          failures++;
+          this.stats.shortWatches++;
+          this.#log.debug({ attempt: failures }, 'the watch ended at once with no event; watching again after a backoff');
+          await sleep(this.#clock, this.#backoff(failures), signal);
+        }
       } catch (error) {
         if (signal.aborted) break;
         if (isGone(error)) {
@@ -262,10 +282,14 @@ export class Reflector<S> {
         } else {
           this.#log.warn({ err: error, attempt: failures }, 'list/watch failed; retrying after a backoff');
         }
-        const delay = Math.min(this.#timing.backoffMaxMs, this.#timing.backoffBaseMs * 2 ** Math.min(failures - 1, 20));
-        await sleep(this.#clock, delay, signal);
+        await sleep(this.#clock, this.#backoff(failures), signal);
       }
     }
+  }
+
+  /** The delay before the n-th attempt in a row after a failure (or a short watch): base·2^(n−1), capped. */
+  #backoff(failures: number): number {
+    return Math.min(this.#timing.backoffMaxMs, this.#timing.backoffBaseMs * 2 ** Math.min(failures - 1, 20));
   }
 
   #query(extra: Record<string, string | number | boolean | undefined>): Record<string, string | number | boolean | undefined> {

@@ -58,6 +58,8 @@ describe('parseControllerConfig: defaults', () => {
       kubeQps: 20,
       kubeBurst: 40,
       resyncPeriod: { ms: 600_000, text: '10m' },
+      relistPeriod: { ms: 0, text: '0' },
+      kubeRequestTimeout: { ms: 30_000, text: '30s' },
       watchSilenceTimeout: { ms: 300_000, text: '5m' },
       evictionBlockedWarning: { ms: 300_000, text: '5m' },
       restartCheckInterval: { ms: 5000, text: '5s' },

@@ -50,6 +50,15 @@ fixture.test('health, readiness and metrics are served over HTTP, and nothing el
     assert.match(metrics.text, /driftless_reconcile_duration_seconds_count\{result="ok"\} \d+/);
     assert.match(metrics.text, /driftless_relists_total\{resource="secrets"\} [1-9]/);
     assert.match(metrics.text, /driftless_cache_objects\{kind="workloads"\} 1\n/);
+    // client-go's workqueue metrics, under client-go's names.
+    assert.match(metrics.text, /workqueue_adds_total\{name="workloads"\} [1-9]/);
+    assert.match(metrics.text, /workqueue_work_duration_seconds_count\{name="workloads"\} [1-9]/);
+    assert.match(metrics.text, /workqueue_queue_duration_seconds_count\{name="workloads"\} [1-9]/);
+    assert.match(metrics.text, /workqueue_depth\{name="workloads"\} \d/);
+    assert.match(metrics.text, /workqueue_longest_running_processor_seconds\{name="workloads"\} /);
+    assert.match(metrics.text, /workqueue_retries_total\{name="workloads"\} \d/);
+    // No periodic relist by default: the first list of each collection is the only one.
+    assert.match(metrics.text, /driftless_relists_total\{resource="secrets"\} 1\n/);
     assert.ok(uids(await waitForReadyPods(api, namespace, 'app', 2)).every((uid) => !uids(podsBefore).includes(uid)));
   } finally {
     await controller.stop();
@@ -89,6 +98,28 @@ fixture.test('leader election: the leader is killed, a Secret changes during the
     await second.stop();
   }
   // A clean stop releases the Lease, so the next replica need not wait out its duration.
+  // (The fence's behaviour when the Lease is lost is the next test.)
   const released = await api.request('GET', `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases/driftless-controller`);
   assert.equal((released.spec as { holderIdentity?: string } | undefined)?.holderIdentity ?? '', '');
 }, { timeout: 240_000 });
+
+fixture.test('leader election: another holder takes the Lease; the leader stops at its next look and exits 1 without draining', async ({ cluster, namespace }) => {
+  const api = cluster.admin;
+  const args = [`--namespaces=${namespace}`, '--leader-elect', `--leader-election-namespace=${namespace}`, '--lease-duration=4s', '--renew-deadline=3s', '--retry-period=500ms'];
+  const leader = await startControllerProcess(cluster, { args, env: { POD_NAME: 'replica-a' } });
+  let code: number | null;
+  try {
+    await leader.waitForLog('leading', (l) => l.msg === 'became the leader', { timeoutMs: 60_000 });
+    await leader.ready();
+    const path = `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases/driftless-controller`;
+    const lease = await api.request('GET', path);
+    await api.request('PUT', path, { ...lease, spec: { ...(lease.spec as object), holderIdentity: 'intruder', renewTime: new Date().toISOString().replace('Z', '000Z') } });
+    await leader.waitForLog('the loss', (l) => l.msg === 'lost leadership: exiting without draining', { timeoutMs: 30_000 });
+  } finally {
+    code = await leader.stop();
+  }
+  assert.equal(code, 1, 'a lost Lease is not a clean stop');
+  assert.equal(leader.lines.some((l) => l.msg === 'stopping: finishing in-flight work'), false, 'no drain');
+  const after = await api.request('GET', `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases/driftless-controller`);
+  assert.equal((after.spec as { holderIdentity?: string } | undefined)?.holderIdentity, 'intruder', 'the loser does not release a Lease it no longer holds');
+}, { timeout: 120_000 });

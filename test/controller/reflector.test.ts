@@ -74,7 +74,7 @@ function cm(name: string, resourceVersion: string, value = name): unknown {
   return { metadata: { name, namespace: 'prod', resourceVersion }, data: { v: value } };
 }
 
-const TIMING: ReflectorTiming = { silenceMs: 60_000, resyncMs: 3_600_000, backoffBaseMs: 1_000, backoffMaxMs: 30_000 };
+const TIMING: ReflectorTiming = { silenceMs: 60_000, relistMs: 3_600_000, backoffBaseMs: 1_000, backoffMaxMs: 30_000 };
 
 type Change = readonly [key: string, previous: string | undefined, next: string | undefined];
 
@@ -235,7 +235,7 @@ test('stop() ends the loop, in a watch or in a backoff', async () => {
   const first = start(watching);
   await until('the watch', () => watching.watches.length === 1);
   await first.reflector.stop();
-  await first.clock.advanceAsync(TIMING.resyncMs * 2);
+  await first.clock.advanceAsync(TIMING.relistMs * 2);
   assert.equal(watching.watches.length, 1);
   assert.equal(watching.lists.length, 1);
 
@@ -285,4 +285,43 @@ test('an optional watch refused (403) is synced, empty and off for good, with on
   await until('the retried list', () => required.lists.length === 2);
   assert.equal(second.reflector.disabled, false);
   await second.reflector.stop();
+});
+
+test('a watch that closes at once with no event is opened again only after a growing backoff, not in a tight loop', async () => {
+  const client = new ScriptedClient([{ items: [cm('a', '1')], resourceVersion: '10' }], [
+    { lines: [], end: 'close' },
+    { lines: [], end: 'close' },
+    { lines: [{ type: 'ADDED', object: cm('b', '11') }], end: 'close' },
+  ]);
+  const { reflector, clock } = start(client);
+  await until('the first short watch', () => reflector.stats.shortWatches === 1);
+  assert.equal(client.watches.length, 1);
+  await clock.advanceAsync(TIMING.backoffBaseMs - 1);
+  assert.equal(client.watches.length, 1, 'still backing off after the first short watch');
+  await clock.advanceAsync(1);
+  await until('the second short watch', () => reflector.stats.shortWatches === 2);
+  await clock.advanceAsync(2 * TIMING.backoffBaseMs - 1);
+  assert.equal(client.watches.length, 2, 'the backoff doubled');
+  await clock.advanceAsync(1);
+  await until('the third watch', () => client.watches.length >= 3);
+  assert.equal(reflector.stats.errors, 0, 'a short watch is not an error');
+  assert.equal(reflector.stats.lists, 1, 'and no reason to relist');
+  await reflector.stop();
+});
+
+test('no periodic relist by default: with relistMs 0 the only list is the first', async () => {
+  const client = new ScriptedClient([{ items: [cm('a', '1')], resourceVersion: '10' }], []);
+  const clock = new FakeClock(1_000_000);
+  const reflector = new Reflector<Summary>({
+    name: 'configmaps in prod',
+    path: '/api/v1/namespaces/prod/configmaps',
+    pageSize: 2,
+    reduce: (raw) => ({ resourceVersion: (raw as { metadata: { resourceVersion: string } }).metadata.resourceVersion, value: '' }),
+  }, { client, timing: { ...TIMING, relistMs: 0 }, clock, log: pino({ enabled: false }), onChange: () => undefined });
+  reflector.start();
+  await until('the watch', () => client.watches.length === 1);
+  await clock.advanceAsync(24 * 3_600_000);
+  assert.equal(client.lists.length, 1);
+  assert.equal(client.lists[0]?.['resourceVersion'], undefined, 'a consistent list, not resourceVersion=0');
+  await reflector.stop();
 });

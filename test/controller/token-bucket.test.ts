@@ -23,6 +23,9 @@ class StallingClock implements Clock {
   now(): number {
     return this.#now;
   }
+  monotonic(): number {
+    return this.#now;
+  }
   setTimer(fn: () => void, ms: number): Timer {
     const timer = { dueAt: this.#now + ms, fn };
     this.#timers.add(timer);
@@ -158,5 +161,24 @@ describe('TokenBucket', () => {
     for (const burst of [0, -1, 1.5, Number.NaN, Infinity]) {
       assert.throws(() => new TokenBucket({ ratePerSecond: 1, burst }), RangeError, `burst ${burst}`);
     }
+  });
+});
+
+describe('TokenBucket.refund', () => {
+  it('gives a token back for work that never happened, capped at the burst', () => {
+    const clock = new FakeClock();
+    const bucket = new TokenBucket({ ratePerSecond: 1, burst: 2, clock });
+    assert.equal(bucket.tryTake(), true);
+    assert.equal(bucket.tryTake(), true);
+    assert.equal(bucket.tryTake(), false, 'spent');
+    bucket.refund();
+    assert.equal(bucket.tryTake(), true, 'the refunded token');
+    assert.equal(bucket.tryTake(), false);
+    bucket.refund();
+    bucket.refund();
+    bucket.refund();
+    assert.equal(bucket.tryTake(), true);
+    assert.equal(bucket.tryTake(), true);
+    assert.equal(bucket.tryTake(), false, 'never more than the burst');
   });
 });
