@@ -14,6 +14,7 @@ import { KubeConfig, RequestContext, HttpMethod } from '@kubernetes/client-node'
 import { StringDecoder } from 'node:string_decoder';
 import { getGlobalDispatcher, type Dispatcher } from 'undici';
 import { KubeApiError, KubeConfigError, KubeTransportError } from './errors.ts';
+import { describeKubeConfigLoadError } from './kubeconfig-errors.ts';
 
 /** A limiter every request waits on before it is sent (the client-side QPS). */
 export interface RequestLimiter {
@@ -73,7 +74,8 @@ export function loadKubeConfig(access: KubeAccess): KubeConfig {
       }
     }
   } catch (error) {
-    throw new KubeConfigError(`cannot load ${where}: ${(error as Error).message}`, { cause: error });
+    const { message, cause } = describeKubeConfigLoadError(error);
+    throw new KubeConfigError(`cannot load ${where}: ${message}`, cause === undefined ? undefined : { cause });
   }
   const cluster = config.getCurrentCluster();
   if (cluster === null || cluster.server === '' || (inCluster && cluster.server.includes('undefined'))) {
