@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { LEAK_CANARY } from './support/fixtures.ts';
-import { findLeak } from './support/leak.ts';
+import { credentialsOfFiles, findLeak, kubeconfigCredentials } from './support/leak.ts';
 
 const bin = join(import.meta.dirname, '..', '..', 'bin', 'driftless.js');
 
@@ -95,6 +95,34 @@ describe('credential files never reach the output', () => {
       assert.match(run.stderr, /not valid YAML at line 10, column \d+/);
     });
   }
+
+  it('a kubeconfig whose key material is bad fails its requests without printing it (explain --live, exit 1)', async () => {
+    const file = join(dir, 'bad-key');
+    const canaryData = (suffix: string): string => Buffer.from(`${LEAK_CANARY}-${suffix}`).toString('base64');
+    const text = MISINDENTED
+      .replace('server: https://127.0.0.1:6443', `server: https://127.0.0.1:1\n    certificate-authority-data: ${canaryData('ca')}`)
+      .replace(`     client-key-data: ${KEY_DATA}`, `    client-certificate-data: ${canaryData('cert')}\n    client-key-data: ${KEY_DATA}`);
+    await writeFile(file, text, { mode: 0o600 });
+    const run = await driftless(['explain', '--live', `--kubeconfig=${file}`]);
+    assert.equal(run.code, 1, run.stderr);
+    assertNoLeak(run);
+    assert.equal(findLeak(`${run.stdout}${run.stderr}`, ...(await credentialsOfFiles({ kubeconfig: file }))), undefined);
+    assert.match(run.stderr, /no answer from the API server/);
+  });
+
+  it('the leak check knows the credentials of every file the controller reads, and finds them plain or in base64', async () => {
+    const urlFile = join(dir, 'hook');
+    await writeFile(urlFile, 'https://hooks.example.com/services/T0/B0/s3cr3t-path?token=abc\n');
+    const wellFormed = MISINDENTED.replace('     client-key-data', '    client-key-data').replace('  user:\n', '  user:\n    password: pass-Zq7-leak\n');
+    assert.deepEqual(kubeconfigCredentials(wellFormed), ['pass-Zq7-leak', TOKEN, KEY_DATA]);
+    const file = join(dir, 'well-formed');
+    await writeFile(file, wellFormed);
+    const needles = await credentialsOfFiles({ kubeconfig: file, hashKeyFile: hashKey, notifyUrlFile: urlFile });
+    assert.deepEqual(needles, ['pass-Zq7-leak', TOKEN, KEY_DATA, `key-${LEAK_CANARY}`, '/services/T0/B0/s3cr3t-path?token=abc']);
+    assert.equal(findLeak('nothing to see', ...needles), undefined);
+    assert.equal(findLeak(`at ${Buffer.from(`Bearer ${TOKEN}`).toString('base64')} here`, ...needles) !== undefined, true);
+    assert.equal(findLeak(`GET /services/T0/B0/s3cr3t-path?token=abc`, ...needles) !== undefined, true);
+  });
 
   for (const [what, content] of [
     ['not a URL', `hooks.example.com/${LEAK_CANARY}`],
