@@ -313,7 +313,7 @@ function helmParameters(block: YAMLMap, where: string, check: Check, note: (text
       refuse(`${where}.version`, `Helm ${versionText} is not available: the plugin renders with its own pinned helm`);
     }
     // Argo CD's only Helm is 3; the plugin's is 4, which renders Helm 3 charts but is not Helm 3: say so, do not drop it silently.
-    if (versionText !== '') note(`${where}.version: ${versionText} dropped: the plugin renders with its pinned Helm 4 (Helm 3 charts render alike; compare the output before switching)`);
+    if (versionText !== '') note(`${where}.version: ${versionText} dropped: the plugin renders with its pinned Helm 4, which reads Helm 3 charts but may differ in details; compare the rendered output before switching`);
   });
   check(() => {
     if (get('passCredentials') === true) {
