@@ -110,6 +110,23 @@ describe('credential files never reach the output', () => {
     assert.match(run.stderr, /no answer from the API server/);
   });
 
+  for (const [what, script] of [
+    ['prints a token that is not JSON', `echo 'token-${LEAK_CANARY}'`],
+    ['fails and says why on stderr', `echo 'cannot refresh token-${LEAK_CANARY}' >&2; exit 1`],
+  ] as const) {
+    it(`a kubeconfig credential plugin that ${what} is named, its output is not shown (explain --live, exit 2)`, async () => {
+      const file = join(dir, 'exec');
+      const text = MISINDENTED
+        .replace(`    token: ${TOKEN}\n     client-key-data: ${KEY_DATA}\n`, '')
+        .replace('  user:\n', `  user:\n    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: sh\n      args: ["-c", ${JSON.stringify(script)}]\n      interactiveMode: Never\n`);
+      await writeFile(file, text, { mode: 0o600 });
+      const run = await driftless(['explain', '--live', `--kubeconfig=${file}`]);
+      assert.equal(run.code, 2, run.stderr);
+      assertNoLeak(run);
+      assert.match(run.stderr, /cannot get the credentials of kubeconfig user "u"/);
+    });
+  }
+
   it('the leak check knows the credentials of every file the controller reads, and finds them plain or in base64', async () => {
     const urlFile = join(dir, 'hook');
     await writeFile(urlFile, 'https://hooks.example.com/services/T0/B0/s3cr3t-path?token=abc\n');
