@@ -14,7 +14,7 @@ import { KubeConfig, RequestContext, HttpMethod } from '@kubernetes/client-node'
 import { StringDecoder } from 'node:string_decoder';
 import { getGlobalDispatcher, type Dispatcher } from 'undici';
 import { KubeApiError, KubeConfigError, KubeTransportError } from './errors.ts';
-import { describeKubeConfigLoadError } from './kubeconfig-errors.ts';
+import { describeCredentialError, describeKubeConfigLoadError } from './kubeconfig-errors.ts';
 
 /** A limiter every request waits on before it is sent (the client-side QPS). */
 export interface RequestLimiter {
@@ -128,7 +128,11 @@ export function createKubeClient(config: KubeConfig, limiter: RequestLimiter, ob
   async function authHeaders(now: number, force: boolean): Promise<Record<string, string>> {
     if (headers !== undefined && !force && now - headersAt < HEADER_TTL_MS) return headers;
     const context = new RequestContext(server, HttpMethod.GET);
-    await config.applySecurityAuthentication(context);
+    try {
+      await config.applySecurityAuthentication(context);
+    } catch (error) {
+      throw new KubeConfigError(describeCredentialError(config.getCurrentUser()?.name, error));
+    }
     // client-node makes a fresh Agent on every call; keep the first one so connections are reused.
     dispatcher ??= context.getDispatcher() ?? getGlobalDispatcher();
     headers = { ...context.getHeaders() };

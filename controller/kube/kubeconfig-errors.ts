@@ -42,3 +42,19 @@ export function describeKubeConfigLoadError(error: unknown): { readonly message:
   // Everything else client-node throws at load time names a path or an entry (`users[0].name is missing`), never a value.
   return { message: error instanceof Error ? error.message : String(error), cause: error };
 }
+
+/**
+ * Describes why the kubeconfig's user credentials could not be obtained (an
+ * exec credential plugin, a token file, an auth provider), without what they
+ * said: a JSON error quotes the plugin's output — the token — and the plugin's
+ * stderr may hold anything. Only the kind of failure is kept.
+ */
+export function describeCredentialError(user: string | undefined, error: unknown): string {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  const why = error instanceof SyntaxError
+    ? 'the credential plugin\'s output is not valid JSON'
+    : typeof code === 'string'
+      ? code
+      : 'the credential plugin or token source failed';
+  return `cannot get the credentials of kubeconfig user ${JSON.stringify(user ?? '')}: ${why} (its output is not shown)`;
+}

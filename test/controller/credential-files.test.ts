@@ -6,11 +6,13 @@
  * fails before the first request.
  */
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { waitFor } from '../cluster/wait.ts';
 import { LEAK_CANARY } from './support/fixtures.ts';
 import { credentialsOfFiles, findLeak, kubeconfigCredentials } from './support/leak.ts';
 
@@ -124,6 +126,21 @@ describe('credential files never reach the output', () => {
       assert.equal(run.code, 2, run.stderr);
       assertNoLeak(run);
       assert.match(run.stderr, /cannot get the credentials of kubeconfig user "u"/);
+
+      // The controller keeps retrying (the plugin may recover) and logs each failure: without the output either.
+      const controller = spawn(process.execPath, [bin, 'controller', `--kubeconfig=${file}`, '--http-addr=127.0.0.1:0'], { env: { ...process.env, KUBECONFIG: '' } });
+      let stdout = '';
+      let stderr = '';
+      controller.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
+      controller.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+      const exited = once(controller, 'exit');
+      try {
+        await waitFor('the controller logs the credential failure', () => stdout.includes('cannot get the credentials of kubeconfig user \\"u\\"'), { timeoutMs: 30_000, intervalMs: 50 });
+      } finally {
+        controller.kill('SIGTERM');
+        await exited;
+      }
+      assertNoLeak({ code: null, stdout, stderr });
     });
   }
 
