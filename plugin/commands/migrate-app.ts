@@ -84,11 +84,10 @@ export function migrateApplications(text: string, label = '<input>'): Migration 
         if (isMap(item)) targets.push({ node: item, where: `spec.sources[${itemIndex}]` });
       });
     }
-    const prefix = documents.length > 1 ? `#${index} ` : '';
     for (const { node, where } of targets) {
       const found: string[] = [];
-      const outcome = migrateSource(node, where, (reason) => found.push(reason), (note) => notes.push(`${prefix}${note}`));
-      refusals.push(...found.map((reason) => `${prefix}${reason}`));
+      const outcome = migrateSource(node, where, (reason) => found.push(reason), (note) => notes.push(`${label}#${index} ${note}`));
+      refusals.push(...found.map((reason) => `#${index} ${reason}`));
       if (outcome === undefined || found.length > 0) continue;
       migrated++;
       edits.push(pluginEdit(text, outcome.pair, outcome.plugin, { json: root.flow === true, flow: node.flow === true, style }));
@@ -96,7 +95,7 @@ export function migrateApplications(text: string, label = '<input>'): Migration 
   }
   if (applications === 0) throw new InvalidInputError({ file: label }, 'no Argo CD Application (apiVersion argoproj.io/v1alpha1, kind Application) found');
   if (refusals.length > 0) {
-    throw new UsageError(`${label}: cannot be migrated; nothing was written (${refusals.length} field${refusals.length === 1 ? '' : 's'}):\n  ${refusals.join('\n  ')}`);
+    throw new UsageError(`${label}: cannot be migrated, nothing was written (${refusals.length} problem${refusals.length === 1 ? '' : 's'}):\n  ${refusals.join('\n  ')}`);
   }
   if (migrated === 0) {
     throw new UsageError(`${label}: no source with a helm or kustomize block to migrate${notes.length > 0 ? ` (${notes.join('; ')})` : ''}`);

@@ -170,7 +170,7 @@ describe('migrate-app', () => {
   it('says on stderr that helm.version v3 is dropped and the plugin renders with Helm 4', async () => {
     const run = await runCli(['migrate-app', 'layout.yaml'], { cwd: FIXTURES });
     assert.equal(run.code, 0, run.stderr);
-    assert.match(run.stderr, /spec\.source\.helm\.version: v3 dropped: the plugin renders with its pinned Helm 4/);
+    assert.match(run.stderr, /layout\.yaml#1 spec\.source\.helm\.version: v3 dropped: the plugin renders with its pinned Helm 4/);
   });
 
   it('carries globs and ${ARGOCD_APP_*} over as written: the plugin expands them as Argo CD does', () => {
