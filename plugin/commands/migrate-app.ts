@@ -90,7 +90,8 @@ export function migrateApplications(text: string, label = '<input>'): Migration 
       refusals.push(...found.map((reason) => `#${index} ${reason}`));
       if (outcome === undefined || found.length > 0) continue;
       migrated++;
-      edits.push(pluginEdit(text, outcome.pair, outcome.plugin, { json: root.flow === true, flow: node.flow === true, style }));
+      const oneLine = node.range !== null && node.range !== undefined && !/[\r\n]/.test(text.slice(node.range[0], node.range[1]));
+      edits.push(pluginEdit(text, outcome.pair, outcome.plugin, { json: root.flow === true, flow: node.flow === true, oneLine, style }));
     }
   }
   if (applications === 0) throw new InvalidInputError({ file: label }, 'no Argo CD Application (apiVersion argoproj.io/v1alpha1, kind Application) found');
@@ -125,7 +126,7 @@ function textStyle(text: string): TextStyle {
 }
 
 /** The edit that replaces the `helm:`/`kustomize:` entry `pair` with `plugin: <plugin>`, written as its surroundings are. */
-function pluginEdit(text: string, pair: Pair, plugin: Record<string, unknown>, context: { json: boolean; flow: boolean; style: TextStyle }): Edit {
+function pluginEdit(text: string, pair: Pair, plugin: Record<string, unknown>, context: { json: boolean; flow: boolean; oneLine: boolean; style: TextStyle }): Edit {
   const key = pair.key as Node;
   const value = pair.value as Node | null;
   const start = key.range?.[0] ?? 0;
@@ -138,7 +139,9 @@ function pluginEdit(text: string, pair: Pair, plugin: Record<string, unknown>, c
   if (context.json) {
     // JSON in, JSON out: the same indentation unit, nested lines under the key's line.
     const lineIndent = /^[ \t]*/.exec(text.slice(lineStart, start))?.[0] ?? '';
-    const body = JSON.stringify(plugin, null, jsonIndent === '' ? undefined : jsonIndent).replaceAll('\n', `\n${lineIndent}`);
+    // A source written on one line gets the plugin on that line too.
+    const indent = context.oneLine || jsonIndent === '' ? undefined : jsonIndent;
+    const body = JSON.stringify(plugin, null, indent).replaceAll('\n', `\n${lineIndent}`);
     inserted = `"plugin":${jsonIndent === '' ? '' : ' '}${body}`;
   } else if (context.flow) {
     // Inside a flow mapping a block cannot start: one line of flow.

@@ -135,6 +135,11 @@ describe('migrate-app', () => {
     assert.equal(config.helm.releaseName, 'web');
     assert.equal(config.helm.skipCrds, true);
     assert.deepEqual(parse(config.helm.valuesObject), { greeting: 'hello' });
+    // A source written on one line stays on one line; the lines around it are untouched.
+    const oneLine = before.replace(/"source": \{[\s\S]*?\n {8}\},/, '"source": {"path": "p", "kustomize": {"namePrefix": "a-"}},');
+    assert.ok(oneLine.includes('"source": {"path": "p", "kustomize"'), 'the fixture\'s source was rewritten to one line');
+    const migratedOneLine = migrateApplications(oneLine, 'one-line.json').text;
+    assert.equal(migratedOneLine, oneLine.replace('"kustomize": {"namePrefix": "a-"}', '"plugin": {"name":"driftless-v1","parameters":[{"name":"source-type","string":"kustomize"},{"name":"name-prefix","string":"a-"}]}'));
   });
 
   it('reports every refusal of a file at once, each with its document (from #0) and field', async () => {
