@@ -13,8 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { waitFor } from '../support/wait.ts';
-import { LEAK_CANARY } from './support/fixtures.ts';
-import { credentialsOfFiles, findLeak, kubeconfigCredentials } from './support/leak.ts';
+import { LEAK_CANARY, credentialsOfFiles, findLeak, kubeconfigCredentials } from './support/leak.ts';
 
 const bin = join(import.meta.dirname, '..', '..', 'bin', 'driftless.js');
 

@@ -8,6 +8,14 @@
 import { readFile } from 'node:fs/promises';
 import { parseAllDocuments } from 'yaml';
 
+/**
+ * Every Secret value the fixtures write ends in this canary, so that every
+ * controller process of the whole test run can be checked for a leak of any
+ * of them (support/process.ts scans its logs and stderr at stop), not only
+ * the one test that looks for SECRET_VALUE.
+ */
+export const LEAK_CANARY = 'Zq7-leak-canary';
+
 /** Needles shorter than this are not searched base64-encoded: the stable middle of their encoding would be a few characters that match by chance. */
 const MIN_ENCODED_LENGTH = 12;
 
