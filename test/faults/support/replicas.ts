@@ -24,6 +24,8 @@ export interface Replica {
   readonly process: ControllerProcess;
   /** True between `freeze()` and `resume()`. */
   readonly frozen: boolean;
+  /** True while the process runs (it may exit by itself, e.g. on losing the Lease). */
+  alive(): boolean;
   /** Starts a new process of this replica (after `stop()` or `kill()`). */
   start(): Promise<void>;
   /** SIGSTOP: the process stops dead, its sockets stay open. */
@@ -89,6 +91,15 @@ export async function startReplicas(cluster: Cluster, namespace: string, options
       },
       get frozen() {
         return frozen;
+      },
+      alive() {
+        try {
+          // Signal 0 checks existence; Node reaps the child at exit, so an exited pid is gone.
+          process.kill(current.pid, 0);
+          return true;
+        } catch {
+          return false;
+        }
       },
       async start() {
         current = await launch();
