@@ -149,6 +149,8 @@ export function trackPods(client: ApiClient, namespace: string): PodTracker {
           if (event.type === 'BOOKMARK') continue;
           upsert(event.object, event.type === 'DELETED');
         }
+        // The server ended the watch (its timeout, or a restart): reconnect, not in a tight loop.
+        if (!abort.signal.aborted) await new Promise((resolve) => setTimeout(resolve, 100));
       } catch (error) {
         if (error instanceof ApiError && error.status === 410) resourceVersion = undefined;
         // Anything else (the API server restarting): try again shortly, from the same version.

@@ -138,12 +138,15 @@ export async function leaseHolder(cluster: Cluster, namespace: string): Promise<
   return response.status === 200 ? (response.body.spec?.holderIdentity ?? '') : '';
 }
 
-/** Waits until one of the replicas holds the Lease and has finished its first reconcile pass; returns it. */
-export async function waitForLeader(cluster: Cluster, namespace: string, replicas: readonly Replica[], timeoutMs = 60_000): Promise<Replica> {
-  const leader = await waitFor('a leader among the replicas', async () => {
+/**
+ * Waits until one of the replicas holds the Lease and has finished its first
+ * reconcile pass as leader; returns it. Read together each time, so a holder
+ * that has just been replaced (killed, restarted) is not waited on forever.
+ */
+export function waitForLeader(cluster: Cluster, namespace: string, replicas: readonly Replica[], timeoutMs = 60_000): Promise<Replica> {
+  return waitFor('a leader among the replicas that has reconciled', async () => {
     const holder = await leaseHolder(cluster, namespace);
-    return replicas.find((replica) => replica.name === holder);
+    const leader = replicas.find((replica) => replica.name === holder);
+    return leader?.process.lines.some((line) => line.msg === 'initial reconcile finished') === true ? leader : undefined;
   }, { timeoutMs });
-  await leader.process.ready();
-  return leader;
 }
