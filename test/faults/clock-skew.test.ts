@@ -5,7 +5,8 @@
  * - 5 s behind: a pod created just before the rotation (here: the replacement
  *   of a pod deleted by hand) must still be replaced, not taken as fresh;
  * - 5 s ahead: the replacements created in the first seconds of the restart
- *   must not be taken as stale and evicted again.
+ *   must not be taken as stale and evicted again (pods are Ready 1 s after
+ *   binding, so all three are replaced within those 5 s).
  * Each time: none missed, none doubled, every old pod replaced exactly once.
  */
 import assert from 'node:assert/strict';
@@ -16,7 +17,7 @@ import { rotateSecret } from '../controller/support/fixtures.ts';
 import type { ControllerProcess } from '../controller/support/process.ts';
 import { trackPods, type PodTracker } from './support/pod-tracker.ts';
 import { startReplicas, stopAll } from './support/replicas.ts';
-import { assertReplacedExactlyOnce, createSecret, deployApps, elapsed, waitForRecords, waitForReplaced } from './support/scene.ts';
+import { assertReplacedExactlyOnce, createSecret, deployApps, elapsed, waitForRecords, waitForReplaced, waitForSettled } from './support/scene.ts';
 
 const fixture = useCluster({ auditLog: true });
 
@@ -52,7 +53,8 @@ for (const shift of [-SHIFT_SECONDS, SHIFT_SECONDS]) {
     const startedAt = Date.now();
     const tracker = trackPods(cluster.admin, namespace);
     await createSecret(cluster, namespace, 'db');
-    await deployApps(cluster, namespace, ['app'], { secret: 'db', replicas: REPLICAS });
+    // Ready 1 s after binding: the pod created just before the rotation is Ready by then, so it costs no availability.
+    await deployApps(cluster, namespace, ['app'], { secret: 'db', replicas: REPLICAS, readyDelay: '1s' });
     await tracker.ready();
     const replicas = await startReplicas(cluster, namespace, { count: 1, args: ARGS, clockShiftSeconds: [shift] });
     try {
@@ -62,6 +64,7 @@ for (const shift of [-SHIFT_SECONDS, SHIFT_SECONDS]) {
 
       // A pod created within the shift before the rotation: a controller behind takes it as fresh.
       const fresh = await freshPodJustBefore(cluster, tracker, namespace);
+      assert.ok(await waitForSettled(cluster, namespace, 'app', REPLICAS, 30_000), 'the replacement of the deleted pod is Ready');
       const old = tracker.live('app');
       tracker.measure('app', REPLICAS, 1);
       const rotatedAt = Date.now();
