@@ -59,7 +59,8 @@ for (const when of ['right after the rotation, before the restart began', 'in th
         return operation?.phase === 'Succeeded' && Date.parse(String(operation.startedAt)) >= syncedAt - 1000;
       }, { timeoutMs: 120_000 });
 
-      const replaces = await cluster.audit({ user: 'admin', namespace, resource: 'deployments', name: 'app', verbs: ['update'], succeeded: true, since: syncedAt - 1000 });
+      // The Deployment itself, not its status (the controller manager also writes as admin here).
+      const replaces = await cluster.audit({ user: 'admin', namespace, resource: 'deployments', subresource: '', name: 'app', verbs: ['update'], succeeded: true, since: syncedAt - 1000 });
       assert.ok(replaces.length > 0, 'Argo CD replaced the Deployment (an update by its user)');
       const replacedAt = auditTime((replaces[0] as (typeof replaces)[number]).requestReceivedTimestamp);
       const evictions = await cluster.audit({ namespace, resource: 'pods', subresource: 'eviction', succeeded: true, since: rotatedAt });
