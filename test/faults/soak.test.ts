@@ -3,8 +3,8 @@
  * Secrets, two `--leader-elect` controller replicas, and N rounds. Each round
  * rotates a random non-empty set of the Secrets and injects a random fault
  * once the restarts are under way: none, the leader frozen past the lease,
- * the leader killed, the API server restarted, or both replicas stopped and
- * started. It prints what went wrong over all rounds — missed (a workload
+ * the leader killed, the API server restarted, both replicas stopped and
+ * started, or a `kubectl replace` of one of the restarting Deployments. It prints what went wrong over all rounds — missed (a workload
  * with a pre-rotation pod left), doubled (a pod deleted that was not due),
  * over-disrupted (more pods down at once than max(maxUnavailable, 1)) — and
  * asserts 0 / 0 / 0.
@@ -14,20 +14,22 @@
  */
 import assert from 'node:assert/strict';
 import { randomInt } from 'node:crypto';
+import { stringify } from 'yaml';
 import type { Cluster } from '../cluster/harness.ts';
 import { useCluster } from '../cluster/testing.ts';
 import { waitFor } from '../cluster/wait.ts';
 import { rotateSecret } from '../controller/support/fixtures.ts';
 import { trackPods, type PodTracker } from './support/pod-tracker.ts';
 import { leaseHolder, startReplicas, stopAll, waitForLeader, type Replica } from './support/replicas.ts';
-import { createSecret, deployApps, elapsed, waitForRecords, waitForReplaced, waitForSettled } from './support/scene.ts';
+import { appManifest, createSecret, deployApps, elapsed, waitForRecords, waitForReplaced, waitForSettled } from './support/scene.ts';
 
 const fixture = useCluster({ auditLog: true });
 
 const SECRETS = ['s0', 's1', 's2'];
 const APPS = Array.from({ length: 10 }, (_, index) => ({ name: `w${index}`, secret: SECRETS[index % SECRETS.length] as string }));
 const REPLICAS = 3;
-const FAULTS = ['none', 'freeze-leader', 'kill-leader', 'restart-apiserver', 'stop-all'] as const;
+const READY_DELAY = '2s';
+const FAULTS = ['none', 'freeze-leader', 'kill-leader', 'restart-apiserver', 'stop-all', 'replace-workload'] as const;
 type Fault = (typeof FAULTS)[number];
 const ROUND_TIMEOUT_MS = 150_000;
 
@@ -50,8 +52,8 @@ function seeded(seed: number): () => number {
   };
 }
 
-/** Injects the fault; returns a note for the round's line. */
-async function inject(fault: Fault, cluster: Cluster, namespace: string, replicas: readonly Replica[]): Promise<string> {
+/** Injects the fault; returns a note for the round's line. `target`: the Deployment a workload fault hits. */
+async function inject(fault: Fault, cluster: Cluster, namespace: string, replicas: readonly Replica[], target: string): Promise<string> {
   switch (fault) {
     case 'none':
       return 'no fault';
@@ -75,6 +77,14 @@ async function inject(fault: Fault, cluster: Cluster, namespace: string, replica
       for (const replica of replicas) await replica.stop();
       for (const replica of replicas) await replica.start();
       return 'stopped and started both replicas';
+    case 'replace-workload': {
+      // The manifest as created: the same pod template, none of what the controller wrote on the object.
+      const name = target;
+      const app = APPS.find((candidate) => candidate.name === name) as (typeof APPS)[number];
+      const replaced = await cluster.kubectl(['replace', '-n', namespace, '-f', '-'], { stdin: stringify(appManifest(name, { secret: app.secret, replicas: REPLICAS, readyDelay: READY_DELAY })) });
+      if (replaced.code !== 0) throw new Error(`kubectl replace of ${name} failed: ${replaced.stderr}`);
+      return `kubectl replace of ${name}`;
+    }
   }
 }
 
@@ -109,7 +119,7 @@ fixture.test('soak: random rotations with a random fault each round; missed / do
   process.stderr.write(`soak: ${roundCount} rounds, seed ${seed} (DRIFTLESS_SOAK_SEED=${seed} replays it)\n`);
   const tracker = trackPods(cluster.admin, namespace);
   for (const secret of SECRETS) await createSecret(cluster, namespace, secret);
-  for (const secret of SECRETS) await deployApps(cluster, namespace, APPS.filter((app) => app.secret === secret).map((app) => app.name), { secret, replicas: REPLICAS, readyDelay: '2s' });
+  for (const secret of SECRETS) await deployApps(cluster, namespace, APPS.filter((app) => app.secret === secret).map((app) => app.name), { secret, replicas: REPLICAS, readyDelay: READY_DELAY });
   await tracker.ready();
   const replicas = await startReplicas(cluster, namespace, { args: ['--min-restart-interval=0', '--restart-rate=10', '--restart-burst=10'] });
   const totals = { missed: 0, doubled: 0, overDisrupted: 0, missedFaultWindow: 0 };
@@ -146,7 +156,12 @@ fixture.test('soak: random rotations with a random fault each round; missed / do
         }, { timeoutMs: 90_000, intervalMs: 50 });
         // A fault after every pod is replaced tests nothing; it is counted and reported, and fails the soak.
         if (progress.replaced >= progress.total) totals.missedFaultWindow++;
-        note = `${await inject(fault, cluster, namespace, replicas)} with ${progress.replaced} of ${progress.total} pods replaced`;
+        // A workload fault goes to a Deployment in the middle of its restart, when there is one.
+        const target = affected.find((name) => {
+          const replaced = tracker.replacedOf(old.get(name) ?? []);
+          return replaced > 0 && replaced < REPLICAS;
+        }) ?? (affected[0] as string);
+        note = `${await inject(fault, cluster, namespace, replicas, target)} with ${progress.replaced} of ${progress.total} pods replaced`;
         await reviveAll(replicas);
       }
 
