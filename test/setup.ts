@@ -8,6 +8,7 @@
  * on PATH: `eval "$(npm run --silent setup -- --tools)"`.
  */
 import { ensureArgoCdBinaries, ensureClusterBinaries } from './cluster/build.ts';
+import { ensureFaketime } from './cluster/faketime.ts';
 import { ensureRenderers, ensureTools } from './tools.ts';
 
 const USAGE = [
@@ -45,6 +46,8 @@ async function main(argv: readonly string[]): Promise<number> {
   process.stderr.write(`setup: kustomize ${tools.kustomize}\nsetup: helm      ${tools.helm}\n`);
   await ensureClusterBinaries();
   process.stderr.write('setup: cluster binaries ready\n');
+  // The fault tests run the controller under a shifted clock (installed with apt-get when CI=true).
+  process.stderr.write(`setup: libfaketime ${await ensureFaketime()}\n`);
   // Built here, once, so no test file's before hook waits ~15 minutes for it.
   await ensureArgoCdBinaries();
   process.stderr.write(`setup: Argo CD binaries ready\nsetup: done in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
