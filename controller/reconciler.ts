@@ -15,16 +15,17 @@ import { ManifestError, type PolicyMode } from '../core/index.ts';
 import { BOOKKEEPING, formatDigestMap, formatTime, parseDigestMap, parseRestartAt } from './bookkeeping.ts';
 import { parseWorkloadKey, workloadKey, type ClusterView } from './cache/cluster-view.ts';
 import type { Clock } from './clock.ts';
-import { restartNotActed, rolloutUpdateWait, syncWait } from './argocd-sync.ts';
+import { syncWait } from './argocd-sync.ts';
 import { compareDigests, outOfBandDigests, resolveStrategy, selectConfigs, type ResolvedStrategy } from './decide.ts';
 import type { EventRecorder } from './events.ts';
 import type { FleetMetrics } from './fleet/metrics.ts';
-import { FLEET_ANNOTATIONS, breakerState, cooldownFor, cooldownRemaining, formatHalt, healthGate, parseHalt, type BreakerState, type FleetOptions } from './fleet/safety.ts';
+import { FLEET_ANNOTATIONS, breakerState, cooldownFor, cooldownRemaining, formatHalt, parseHalt, type BreakerState, type FleetOptions } from './fleet/safety.ts';
 import type { ControllerMetrics } from './metrics.ts';
 import type { PodSummary, RestartStrategy, WorkloadSummary } from './model.ts';
 import type { ProcessResult } from './queue.ts';
-import { planEvictions, restartWarnings } from './restart/evict-plan.ts';
-import { isStalePod, isTerminalPod } from './restart/stale-pods.ts';
+import { restartWarnings } from './restart/evict-plan.ts';
+import { isStalePod } from './restart/stale-pods.ts';
+import { expiredSyncWait, nextStep, type RestartInput, type RestartStep, type WaitCause } from './restart/step.ts';
 import type { OwnFields, Writes } from './kube/writes.ts';
 
 /** The reconcile settings from the configuration. */
@@ -73,6 +74,9 @@ export interface ReconcilerDeps {
   /** `--restart-rate`/`--restart-burst`; absent: no limit. */
   readonly startLimiter?: StartLimiter;
 }
+
+/** Waits that hold a restart before it acts: a `--dry-run` restart reports its evictions only past them. */
+const HOLDS_BEFORE_ACTING: ReadonlySet<WaitCause> = new Set<WaitCause>(['argocd-sync', 'rollout-update', 'breaker']);
 
 /** How long an evicted pod's UID is remembered while the watch has not yet shown its deletion. */
 const EVICTED_MEMORY_MS = 5 * 60_000;
@@ -228,90 +232,96 @@ export class Reconciler {
     this.#deps.log.debug({ workload: key, restartAt: fields.restartAt }, 'applied own fields');
   }
 
-  /** Moves a restart one step: the Rollout's restartAt, the template annotation, or the next paced evictions. */
-  async #progress(key: string, workload: WorkloadSummary, strategy: ResolvedStrategy, restartAt: number, now: number): Promise<ProcessResult> {
-    const { options } = this.#deps;
-    const held = await this.#holdForSync(key, workload, strategy, restartAt, now);
-    if (held !== undefined) return held;
-    if (strategy === 'restart-at') {
-      const restarted = parseRestartAt(workload.status.restartedAt);
-      if (restarted !== undefined && restarted >= restartAt) return this.#done(key, workload, restartAt);
-      this.#restarting.add(key);
-      const asked = parseRestartAt(workload.restartAt);
-      if (asked === undefined || asked < restartAt) await this.#deps.writes.patchRestartAt(workload, restartAt);
-      return { requeueAfterMs: options.checkIntervalMs };
+  /**
+   * Moves a restart one step: asks `nextStep` (controller/restart/step.ts) what to do, and does it. Nothing
+   * here decides; what it keeps is memory the cluster does not show yet (pods evicted, Events announced).
+   */
+  async #progress(key: string, workload: WorkloadSummary, strategy: Exclude<ResolvedStrategy, 'record-only'>, restartAt: number, now: number): Promise<ProcessResult> {
+    const { options, view } = this.#deps;
+    if (strategy === 'evict' && this.#dryRunFinished.get(key) === restartAt) return undefined;
+    const input: RestartInput = {
+      workload,
+      pods: view.podsOf(workload).map((pod) => this.#withEvictions(pod, now)),
+      restartAt,
+      strategy,
+      now,
+      acting: this.#restarting.has(key),
+      app: view.applicationOf(workload),
+      syncWaitMs: options.argocdSyncWaitMs ?? 0,
+      healthGateTimeoutMs: (options.fleet ?? FLEET_OFF).healthGateTimeoutMs,
+      breakerOpen: () => this.#breakerAt(now).open,
+    };
+    await this.#announceSyncWaitExpiry(key, workload, input);
+    let step = nextStep(input);
+    if (step.kind === 'set-template') {
+      await this.#apply(workload, { restartedFor: workload.annotations[BOOKKEEPING.restartedFor] ?? '{}', restartAt: formatTime(restartAt), templateRestartedAt: formatTime(restartAt) });
+      // Written: the same reconcile goes on from the annotation (a restart with no stale pod left is done now).
+      step = nextStep({ ...input, workload: { ...workload, templateRestartedAt: formatTime(restartAt) } });
     }
-    const pods = this.#deps.view.podsOf(workload).map((pod) => this.#withEvictions(pod, now));
-    if (this.#dryRunFinished.get(key) === restartAt) return undefined;
-    // The health gate judges the replacements of a restart this process is running, or one the pods show
-    // unfinished; a restart finished before a controller restart is not judged again (its pods may fail later
-    // for reasons of their own).
-    const gateTimeout = (options.fleet ?? FLEET_OFF).healthGateTimeoutMs;
-    const inProgress = this.#restarting.has(key) || pods.some((pod) => isStalePod(pod, restartAt));
-    const gate = gateTimeout > 0 && inProgress ? healthGate(pods, restartAt, now, gateTimeout) : { action: 'pass' as const };
-    if (gate.action === 'fail') return this.#halt(key, workload, strategy, gate.reason, now);
-    // Finished means the replacements are Ready too, so a replacement that never becomes Ready is gated.
-    const replacementsPending = gate.action === 'wait' && this.#restarting.has(key);
-    if (inProgress && this.#breakerAt(now).open) {
-      this.#restarting.add(key);
-      this.#deps.fleetMetrics?.restartsDeferred.inc({ cause: 'breaker' });
-      this.#deps.log.debug({ workload: key }, 'restart paused by the breaker');
-      return { requeueAfterMs: options.checkIntervalMs };
+    // `--dry-run`: no pod goes away, so pacing would wait forever; every eviction the restart would make is reported at once.
+    const heldOrHalted = (step.kind === 'halt' && step.cause === 'health-gate') || (step.kind === 'wait' && HOLDS_BEFORE_ACTING.has(step.cause));
+    if (options.dryRun === true && strategy === 'evict' && !heldOrHalted) {
+      return this.#dryRunEvictions(key, workload, input.pods, restartAt, now);
     }
-    if (strategy === 'template') {
-      const formatted = formatTime(restartAt);
-      if (workload.templateRestartedAt !== formatted) {
-        await this.#apply(workload, { restartedFor: workload.annotations[BOOKKEEPING.restartedFor] ?? '{}', restartAt: formatted, templateRestartedAt: formatted });
-      }
-      if (!pods.some((pod) => isStalePod(pod, restartAt)) && !replacementsPending) return this.#done(key, workload, restartAt);
-      this.#restarting.add(key);
-      return { requeueAfterMs: options.checkIntervalMs };
-    }
-    if (options.dryRun === true) return this.#dryRunEvictions(key, workload, pods, restartAt, now);
-    // T is the next whole second after the change (pod creation times have whole-second precision): a
-    // replacement created before T would count as stale, so evictions start at T, to the millisecond.
-    if (now < restartAt) {
-      this.#restarting.add(key);
-      return { requeueAfterMs: restartAt - now };
-    }
-    const plan = planEvictions({ workload, pods, restartAt, now });
-    switch (plan.action) {
+    return this.#execute(key, workload, strategy, restartAt, now, step);
+  }
+
+  /** Does what a step says. */
+  async #execute(key: string, workload: WorkloadSummary, strategy: ResolvedStrategy, restartAt: number, now: number, step: RestartStep): Promise<ProcessResult> {
+    const { options, events, log } = this.#deps;
+    switch (step.kind) {
       case 'done':
-        // The planner is done once the last stale pod is being deleted; the restart is finished when it is gone.
-        // Not isStalePod on purpose: a pod from before T that is still being deleted keeps the restart open.
-        if (pods.some((pod) => pod.createdAt < restartAt && !isTerminalPod(pod)) || replacementsPending) return { requeueAfterMs: options.checkIntervalMs };
         return this.#done(key, workload, restartAt);
-      case 'skip':
+      case 'halt':
+        if (step.cause === 'health-gate') return this.#halt(key, workload, strategy, step.reason, now);
         this.#finish(key);
         this.#deps.metrics?.restartsSkipped.inc({ kind: workload.kind, namespace: workload.namespace, reason: 'pending-revision' });
-        await this.#deps.events.warning(workload, 'RestartSkipped', plan.reason);
+        await events.warning(workload, 'RestartSkipped', step.reason);
         return undefined;
+      case 'set-restart-at':
+        this.#restarting.add(key);
+        await this.#deps.writes.patchRestartAt(workload, step.restartAt);
+        return { requeueAfterMs: options.checkIntervalMs };
+      case 'set-template':
+        // Written just above; the cache shows it on the next reconcile.
+        this.#restarting.add(key);
+        return { requeueAfterMs: options.checkIntervalMs };
       case 'wait':
         this.#restarting.add(key);
-        this.#deps.log.debug({ workload: key, reason: plan.reason }, 'restart waiting');
+        if (step.cause === 'argocd-sync') {
+          const announced = this.#syncWaits.get(key);
+          if (announced?.restartAt !== restartAt) {
+            this.#syncWaits.set(key, { restartAt, expired: false });
+            await events.normal(workload, 'RestartWaitingForSync', `${step.reason}: its sync replaces the pods, so the restart at ${formatTime(restartAt)} waits for it (at most ${this.#syncWaitBound()})`);
+          }
+        }
+        if (step.cause === 'breaker') this.#deps.fleetMetrics?.restartsDeferred.inc({ cause: 'breaker' });
+        log.debug({ workload: key, cause: step.cause, reason: step.reason }, 'restart waiting');
+        // T ahead is waited for to the millisecond; the sync wait is looked at again at its bound at the latest.
+        if (step.cause === 'restart-time' && step.until !== undefined) return { requeueAfterMs: step.until - now };
+        if (step.cause === 'argocd-sync' && step.until !== undefined) return { requeueAfterMs: Math.max(1, Math.min(options.checkIntervalMs, step.until - now)) };
         return { requeueAfterMs: options.checkIntervalMs };
-      case 'evict': {
+      case 'evict':
         this.#restarting.add(key);
-        for (const pod of plan.pods) {
+        for (const pod of step.pods) {
           const { outcome, message } = await this.#deps.writes.evict(pod);
           this.#deps.metrics?.evictions.inc({ namespace: pod.namespace, outcome });
           if (outcome === 'evicted' || outcome === 'gone') {
             this.#evicted.set(pod.uid, now);
             this.#blockedSince.delete(key);
-            this.#deps.log.info({ workload: key, pod: pod.name }, 'evicted');
+            log.info({ workload: key, pod: pod.name }, 'evicted');
             continue;
           }
           this.#deps.metrics?.restartsBlocked.inc({ kind: workload.kind, namespace: workload.namespace, strategy });
           const since = this.#blockedSince.get(key) ?? now;
           this.#blockedSince.set(key, since);
           if (now - since >= options.blockedWarningMs) {
-            await this.#deps.events.warning(workload, 'RestartBlocked', `eviction of pod ${pod.name} refused for ${Math.round((now - since) / 1000)}s: ${message}`);
+            await events.warning(workload, 'RestartBlocked', `eviction of pod ${pod.name} refused for ${Math.round((now - since) / 1000)}s: ${message}`);
           }
-          this.#deps.log.info({ workload: key, pod: pod.name, outcome }, 'eviction refused; retrying later');
+          log.info({ workload: key, pod: pod.name, outcome }, 'eviction refused; retrying later');
           break;
         }
         return { requeueAfterMs: options.checkIntervalMs };
-      }
     }
   }
 
@@ -320,41 +330,21 @@ export class Reconciler {
     return syncWait({ app: this.#deps.view.applicationOf(workload), workload, restartAt, now, waitMs: this.#deps.options.argocdSyncWaitMs ?? 0 });
   }
 
-  /**
-   * Holds a restart that has not acted yet while Argo CD is about to roll the workload: the sync's pods
-   * post-date T, so the restart then finishes with nothing to do. Bounded by `--argocd-sync-wait` from T.
-   * `undefined`: go on.
-   */
-  async #holdForSync(key: string, workload: WorkloadSummary, strategy: ResolvedStrategy, restartAt: number, now: number): Promise<ProcessResult | undefined> {
-    const { options, events, log } = this.#deps;
-    if ((options.argocdSyncWaitMs ?? 0) <= 0) return undefined;
-    const stalePodsLeft = strategy === 'evict' && this.#deps.view.podsOf(workload).some((pod) => isStalePod(pod, restartAt));
-    if (!restartNotActed(strategy, workload, restartAt, stalePodsLeft)) return undefined;
-    const rule = this.#syncWaitOf(workload, restartAt, now);
-    if (rule.action === 'go') {
-      // The sync is done (or none is pending) but may have started the Rollout's own update.
-      const updating = rolloutUpdateWait({ app: this.#deps.view.applicationOf(workload), workload, strategy, restartAt, now, waitMs: options.argocdSyncWaitMs ?? 0 });
-      if (updating === undefined) return undefined;
-      this.#restarting.add(key);
-      log.debug({ workload: key, reason: updating.reason }, 'restart waiting for the Rollout\'s update');
-      return { requeueAfterMs: options.checkIntervalMs };
-    }
+  /** `--argocd-sync-wait` in words, as the Events give it. */
+  #syncWaitBound(): string {
+    return `${Math.round((this.#deps.options.argocdSyncWaitMs ?? 0) / 1000)}s`;
+  }
+
+  /** One Warning per T when a sync still pending no longer holds the restart (ADR 0011). */
+  async #announceSyncWaitExpiry(key: string, workload: WorkloadSummary, input: RestartInput): Promise<void> {
+    const reason = expiredSyncWait(input);
+    if (reason === undefined) return;
     const announced = this.#syncWaits.get(key);
-    const state = announced?.restartAt === restartAt ? announced : { restartAt, expired: false };
-    const first = state !== announced;
+    const state = announced?.restartAt === input.restartAt ? announced : { restartAt: input.restartAt, expired: false };
     this.#syncWaits.set(key, state);
-    const bound = `${Math.round((options.argocdSyncWaitMs ?? 0) / 1000)}s`;
-    if (rule.action === 'expired') {
-      if (!state.expired) {
-        state.expired = true;
-        await events.warning(workload, 'RestartSyncWaitExpired', `${rule.reason} ${bound} after ${formatTime(restartAt)} (--argocd-sync-wait): restarting anyway`);
-      }
-      return undefined;
-    }
-    this.#restarting.add(key);
-    log.debug({ workload: key, reason: rule.reason }, 'restart waiting for Argo CD');
-    if (first) await events.normal(workload, 'RestartWaitingForSync', `${rule.reason}: its sync replaces the pods, so the restart at ${formatTime(restartAt)} waits for it (at most ${bound})`);
-    return { requeueAfterMs: Math.max(1, Math.min(options.checkIntervalMs, rule.remainingMs)) };
+    if (state.expired) return;
+    state.expired = true;
+    await this.#deps.events.warning(workload, 'RestartSyncWaitExpired', `${reason} ${this.#syncWaitBound()} after ${formatTime(input.restartAt)} (--argocd-sync-wait): restarting anyway`);
   }
 
   /**
