@@ -17,7 +17,7 @@ import { parseWorkloadKey, workloadKey, type ClusterView } from './cache/cluster
 import type { Clock } from './clock.ts';
 import { syncWait } from './argocd-sync.ts';
 import { compareDigests, outOfBandDigests, resolveStrategy, selectConfigs, type ResolvedStrategy } from './decide.ts';
-import type { EventRecorder } from './events.ts';
+import { normalEvent, warningEvent, type EventConfig, type EventRecorder } from './events.ts';
 import type { FleetMetrics } from './fleet/metrics.ts';
 import { FLEET_ANNOTATIONS, breakerState, cooldownFor, cooldownRemaining, formatHalt, parseHalt, type BreakerState, type FleetOptions } from './fleet/safety.ts';
 import type { ControllerMetrics } from './metrics.ts';
@@ -147,7 +147,7 @@ export class Reconciler {
       selection = selectConfigs(workload, source, view.configLookup(workload.namespace), options.mode);
     } catch (error) {
       if (!(error instanceof ManifestError)) throw error;
-      await this.#deps.events.warning(workload, 'PolicyError', error.message);
+      await this.#deps.events.record(workload, warningEvent('PolicyError', error.message));
       return undefined;
     }
     const now = clock.now();
@@ -157,7 +157,7 @@ export class Reconciler {
     const seenAt = (configKey: string): number => selection.configs.find((c) => `${c.kind}/${c.name}` === configKey)?.summary?.seenAt ?? now;
     const verdict = compareDigests(recorded, current, seenAt, now, options.debounceMs);
     const { strategy, problem } = resolveStrategy(workload, options.defaultStrategy);
-    if (problem !== undefined) await this.#deps.events.warning(workload, 'RestartWarning', problem);
+    if (problem !== undefined) await this.#deps.events.record(workload, warningEvent('RestartWarning', problem));
     const halt = parseHalt(workload.annotations[FLEET_ANNOTATIONS.restartHalted]);
 
     switch (verdict.action) {
@@ -168,11 +168,11 @@ export class Reconciler {
         this.#deps.log.debug({ workload: key, why: verdict.why }, 'recorded the current config digests');
         break;
       case 'restart': {
-        const changed = verdict.changed.map((c) => `${c.replace('/', ' ')}`).join(', ');
+        const changed = changedConfigs(verdict.changed);
         if (strategy === 'record-only') {
           await this.#apply(workload, { restartedFor: formatDigestMap(current), restartAt: optionalTime(restartAt), templateRestartedAt: workload.templateRestartedAt });
           this.#deps.metrics?.restartsSkipped.inc({ kind: workload.kind, namespace: workload.namespace, reason: workload.kind === 'CronJob' ? 'cronjob' : 'strategy-none' });
-          await this.#deps.events.normal(workload, 'RestartSkipped', `${changed} changed; ${workload.kind === 'CronJob' ? 'a CronJob\'s next Job reads the new config' : 'restart-strategy none'}: recorded only`);
+          await this.#deps.events.record(workload, normalEvent('RestartSkipped', `${workload.kind === 'CronJob' ? 'a CronJob\'s next Job reads the new config' : 'restart-strategy none'}: recorded only`, changed));
           return undefined;
         }
         const held = await this.#holdStart(key, workload, changed, restartAt, halt, now);
@@ -194,8 +194,8 @@ export class Reconciler {
           metrics.reloaderReloadExecuted.inc({ success: 'true', namespace: workload.namespace });
           metrics.changeToRestartSeconds.observe({ kind: workload.kind }, Math.max(0, now - Math.max(...verdict.changed.map(seenAt))) / 1000);
         }
-        await this.#deps.events.normal(workload, 'RestartStarted', `${changed} changed: replacing the pods created before ${formatTime(restartAt)} (${describeStrategy(strategy)})`);
-        for (const warning of strategy === 'evict' ? restartWarnings(workload) : []) await this.#deps.events.warning(workload, 'RestartWarning', warning);
+        await this.#deps.events.record(workload, normalEvent('RestartStarted', `replacing the pods created before ${formatTime(restartAt)} (${describeStrategy(strategy)})`, changed));
+        for (const warning of strategy === 'evict' ? restartWarnings(workload) : []) await this.#deps.events.record(workload, warningEvent('RestartWarning', warning));
         break;
       }
       case 'none':
@@ -276,7 +276,7 @@ export class Reconciler {
         if (step.cause === 'health-gate') return this.#halt(key, workload, strategy, step.reason, now);
         this.#finish(key);
         this.#deps.metrics?.restartsSkipped.inc({ kind: workload.kind, namespace: workload.namespace, reason: 'pending-revision' });
-        await events.warning(workload, 'RestartSkipped', step.reason);
+        await events.record(workload, warningEvent('RestartSkipped', step.reason));
         return undefined;
       case 'set-restart-at':
         this.#restarting.add(key);
@@ -292,7 +292,7 @@ export class Reconciler {
           const announced = this.#syncWaits.get(key);
           if (announced?.restartAt !== restartAt) {
             this.#syncWaits.set(key, { restartAt, expired: false });
-            await events.normal(workload, 'RestartWaitingForSync', `${step.reason}: its sync replaces the pods, so the restart at ${formatTime(restartAt)} waits for it (at most ${this.#syncWaitBound()})`);
+            await events.record(workload, normalEvent('RestartWaitingForSync', `${step.reason}: its sync replaces the pods, so the restart at ${formatTime(restartAt)} waits for it (at most ${this.#syncWaitBound()})`));
           }
         }
         if (step.cause === 'breaker') this.#deps.fleetMetrics?.restartsDeferred.inc({ cause: 'breaker' });
@@ -316,7 +316,7 @@ export class Reconciler {
           const since = this.#blockedSince.get(key) ?? now;
           this.#blockedSince.set(key, since);
           if (now - since >= options.blockedWarningMs) {
-            await events.warning(workload, 'RestartBlocked', `eviction of pod ${pod.name} refused for ${Math.round((now - since) / 1000)}s: ${message}`);
+            await events.record(workload, warningEvent('RestartBlocked', `eviction of pod ${pod.name} refused for ${Math.round((now - since) / 1000)}s: ${message}`));
           }
           log.info({ workload: key, pod: pod.name, outcome }, 'eviction refused; retrying later');
           break;
@@ -344,7 +344,7 @@ export class Reconciler {
     this.#syncWaits.set(key, state);
     if (state.expired) return;
     state.expired = true;
-    await this.#deps.events.warning(workload, 'RestartSyncWaitExpired', `${reason} ${this.#syncWaitBound()} after ${formatTime(input.restartAt)} (--argocd-sync-wait): restarting anyway`);
+    await this.#deps.events.record(workload, warningEvent('RestartSyncWaitExpired', `${reason} ${this.#syncWaitBound()} after ${formatTime(input.restartAt)} (--argocd-sync-wait): restarting anyway`));
   }
 
   /**
@@ -352,21 +352,21 @@ export class Reconciler {
    * workload never starts; the breaker pauses every start; the workload's cooldown; the concurrency
    * cap; the rate — last, so a token is only spent on a start that happens.
    */
-  async #holdStart(key: string, workload: WorkloadSummary, changed: string, lastRestartAt: number | undefined, halt: ReturnType<typeof parseHalt>, now: number): Promise<ProcessResult | false> {
+  async #holdStart(key: string, workload: WorkloadSummary, changed: readonly EventConfig[], lastRestartAt: number | undefined, halt: ReturnType<typeof parseHalt>, now: number): Promise<ProcessResult | false> {
     const { options, events } = this.#deps;
     const fleet = options.fleet ?? FLEET_OFF;
     if (halt !== undefined) {
-      await events.warning(workload, 'RestartHalted', `${changed} changed; not restarted: restarts of this workload are halted (${halt.reason}); remove the annotation ${FLEET_ANNOTATIONS.restartHalted} to resume`);
+      await events.record(workload, warningEvent('RestartHalted', `not restarted: restarts of this workload are halted (${halt.reason}); remove the annotation ${FLEET_ANNOTATIONS.restartHalted} to resume`, changed));
       return undefined;
     }
     const breaker = this.#breakerAt(now);
     if (breaker.open) {
       this.#deps.fleetMetrics?.restartsDeferred.inc({ cause: 'breaker' });
-      await events.warning(workload, 'RestartPaused', `${changed} changed; every restart is paused: ${breaker.halts} restarts halted within --breaker-window; remove the ${FLEET_ANNOTATIONS.restartHalted} annotations to resume`);
+      await events.record(workload, warningEvent('RestartPaused', `every restart is paused: ${breaker.halts} restarts halted within --breaker-window; remove the ${FLEET_ANNOTATIONS.restartHalted} annotations to resume`, changed));
       return { requeueAfterMs: options.checkIntervalMs };
     }
     const cooldown = cooldownFor(workload, fleet);
-    if (cooldown.problem !== undefined) await events.warning(workload, 'RestartWarning', cooldown.problem);
+    if (cooldown.problem !== undefined) await events.record(workload, warningEvent('RestartWarning', cooldown.problem));
     const wait = cooldownRemaining(lastRestartAt, cooldown.ms, now);
     if (wait > 0 && lastRestartAt !== undefined && cooldown.cause !== undefined) {
       this.#deps.fleetMetrics?.restartsDeferred.inc({ cause: cooldown.cause });
@@ -374,8 +374,8 @@ export class Reconciler {
       const next = formatTime(lastRestartAt + cooldown.ms);
       const seconds = `${Math.round(cooldown.ms / 1000)}s`;
       // A config flipping within the interval is a fight (two issuers, one Secret): a Warning. A pause period is asked for.
-      if (cooldown.cause === 'pause-period') await events.normal(workload, 'RestartDeferred', `${changed} changed within the pause period (${seconds}) of the restart at ${last}: restarting at ${next}`);
-      else await events.warning(workload, 'RestartDeferred', `${changed} changed again within --min-restart-interval (${seconds}) of the restart at ${last}: at most one restart per interval, next at ${next}`);
+      if (cooldown.cause === 'pause-period') await events.record(workload, normalEvent('RestartDeferred', `within the pause period (${seconds}) of the restart at ${last}: restarting at ${next}`, changed));
+      else await events.record(workload, warningEvent('RestartDeferred', `again within --min-restart-interval (${seconds}) of the restart at ${last}: at most one restart per interval, next at ${next}`, changed));
       return { requeueAfterMs: wait };
     }
     // A restart a PodDisruptionBudget blocks does not hold a slot: ten blocked workloads must not stop the fleet.
@@ -409,7 +409,7 @@ export class Reconciler {
     this.#deps.metrics?.reloaderReloadExecuted.inc({ success: 'false', namespace: workload.namespace });
     this.#deps.fleetMetrics?.restartsHalted.inc({ kind: workload.kind, namespace: workload.namespace });
     this.#deps.log.warn({ workload: key, reason }, 'restart halted by the health gate');
-    await this.#deps.events.warning(workload, 'RestartHalted', `${reason}: no further restart of this workload until the annotation ${FLEET_ANNOTATIONS.restartHalted} is removed`);
+    await this.#deps.events.record(workload, warningEvent('RestartHalted', `${reason}: no further restart of this workload until the annotation ${FLEET_ANNOTATIONS.restartHalted} is removed`));
     return undefined;
   }
 
@@ -472,7 +472,7 @@ export class Reconciler {
   async #done(key: string, workload: WorkloadSummary, restartAt: number): Promise<ProcessResult> {
     if (this.#finish(key)) {
       this.#deps.metrics?.restartsFinished.inc({ kind: workload.kind, namespace: workload.namespace, strategy: resolveStrategy(workload, this.#deps.options.defaultStrategy).strategy });
-      await this.#deps.events.normal(workload, 'RestartFinished', `every pod created before ${formatTime(restartAt)} was replaced`);
+      await this.#deps.events.record(workload, normalEvent('RestartFinished', `every pod created before ${formatTime(restartAt)} was replaced`));
     }
     return undefined;
   }
@@ -496,6 +496,14 @@ export class Reconciler {
     }
     return this.#restarting.delete(key);
   }
+}
+
+/** `Kind/name` config keys as the Events name them. */
+function changedConfigs(keys: readonly string[]): readonly EventConfig[] {
+  return keys.map((key) => {
+    const slash = key.indexOf('/');
+    return Object.freeze({ kind: key.slice(0, slash) as EventConfig['kind'], name: key.slice(slash + 1) });
+  });
 }
 
 function optionalTime(ms: number | undefined): string | undefined {
