@@ -316,7 +316,9 @@ export class Reconciler {
           const since = this.#blockedSince.get(key) ?? now;
           this.#blockedSince.set(key, since);
           if (now - since >= options.blockedWarningMs) {
-            await events.record(workload, warningEvent('RestartBlocked', `eviction of pod ${pod.name} refused for ${Math.round((now - since) / 1000)}s: ${message}`));
+            // The same words for as long as the block lasts (the oldest stale pod is the one asked, and no elapsed
+            // time): the recorder folds the rechecks into one Event with a rising count.
+            await events.record(workload, warningEvent('RestartBlocked', `eviction of pod ${pod.name} refused since ${formatTime(since)}: ${message}`));
           }
           log.info({ workload: key, pod: pod.name, outcome }, 'eviction refused; retrying later');
           break;
