@@ -91,7 +91,7 @@ test('a PodDisruptionBudget blocking a restart for 10 minutes of fake time gives
   const created = sent.filter((s) => s.method === 'POST' && s.body['reason'] === 'RestartBlocked');
   assert.ok(rechecks > 100, `the restart was rechecked every few seconds (${rechecks})`);
   assert.equal(created.length, 1, 'one Event, however often the restart was rechecked');
-  const name = (created[0]?.body['metadata'] as { name: string }).name;
+  const name = (created[0]?.body['metadata'] as { name: string } | undefined)?.name;
   assert.match(String(created[0]?.body['message']), /^eviction of pod db-0 refused since 2026-01-01T00:00:01Z: Cannot evict pod/);
   const updates = sent.filter((s) => s.method === 'PATCH');
   assert.ok(updates.length >= 8, `the count was written as it rose (${updates.length} updates)`);
