@@ -122,6 +122,8 @@ export interface ControllerConfig {
   readonly evictionBlockedWarning: DurationSetting;
   /** How often restarts in progress are rechecked. */
   readonly restartCheckInterval: DurationSetting;
+  /** A restart without progress this long is halted and gives its slot back; 0: never. */
+  readonly restartProgressDeadline: DurationSetting;
   /** How Argo CD tracks its objects, to tell in-band configs from out-of-band ones. */
   readonly argocdTrackingMethod: TrackingMethod;
   /** The label key of Argo CD's label tracking (`application.instanceLabelKey`). */
@@ -415,6 +417,14 @@ export const CONTROLLER_FLAGS: readonly ControllerFlagSpec[] = Object.freeze([
     description: 'A restart blocked by a PodDisruptionBudget (429) for longer than this gets a Warning Event.',
   }),
   flag({
+    name: 'restart-progress-deadline',
+    type: 'duration',
+    range: { min: 0, max: MAX_DURATION_MS },
+    default: '10m',
+    description:
+      'A restart whose pods do not move for this long while it waits on the workload (its rollout, unschedulable replacements, a Rollout\'s status.restartedAt) is halted with a Warning Event and gives its --max-concurrent-restarts slot back (0 = never).',
+  }),
+  flag({
     name: 'restart-check-interval',
     type: 'duration',
     range: positiveDuration,
@@ -653,6 +663,7 @@ export function parseControllerConfig(argv: readonly string[], env: Env): Contro
     watchSilenceTimeout: read('watch-silence-timeout', asDuration),
     evictionBlockedWarning: read('eviction-blocked-warning', asDuration),
     restartCheckInterval: read('restart-check-interval', asDuration),
+    restartProgressDeadline: read('restart-progress-deadline', asDuration),
     argocdTrackingMethod: read('argocd-tracking-method', asEnum) as TrackingMethod,
     argocdTrackingLabel: read('argocd-tracking-label', asLabelKey),
     argocdNamespace: read('argocd-namespace', asSingleNamespace),

@@ -102,6 +102,7 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
       checkIntervalMs: config.restartCheckInterval.ms,
       maxConcurrentRestarts: config.maxConcurrentRestarts,
       blockedWarningMs: config.evictionBlockedWarning.ms,
+      progressDeadlineMs: config.restartProgressDeadline.ms,
       fleet: {
         minRestartIntervalMs: config.minRestartInterval.ms,
         pausePeriodMs: config.pausePeriod.ms,

@@ -20,7 +20,9 @@ export type EventReason = 'RestartStarted' | 'RestartFinished' | 'RestartBlocked
   /** Fleet safety (controller/fleet/): a restart waits for its interval, was halted by the health gate, or the breaker is open. */
   | 'RestartDeferred' | 'RestartHalted' | 'RestartPaused'
   /** A restart waits for Argo CD's pending sync (ADR 0011), or stopped waiting at its bound. */
-  | 'RestartWaitingForSync' | 'RestartSyncWaitExpired';
+  | 'RestartWaitingForSync' | 'RestartSyncWaitExpired'
+  /** A restart made no progress within --restart-progress-deadline: halted, its slot given back. */
+  | 'RestartProgressDeadlineExceeded';
 
 /** A config named in an Event, by kind and name (never a value). */
 export interface EventConfig {

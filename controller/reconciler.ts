@@ -24,7 +24,7 @@ import type { ControllerMetrics } from './metrics.ts';
 import type { PodSummary, RestartStrategy, WorkloadSummary } from './model.ts';
 import type { ProcessResult } from './queue.ts';
 import { restartWarnings } from './restart/evict-plan.ts';
-import { isStalePod } from './restart/stale-pods.ts';
+import { isStalePod, isTerminalPod } from './restart/stale-pods.ts';
 import { expiredSyncWait, nextStep, type RestartInput, type RestartStep, type WaitCause } from './restart/step.ts';
 import type { OwnFields, Writes } from './kube/writes.ts';
 
@@ -45,6 +45,12 @@ export interface ReconcileOptions {
    * in memory and read back, and a restart reports every eviction at once.
    */
   readonly dryRun?: boolean;
+  /**
+   * `--restart-progress-deadline`: a restart whose pods have not moved for this long while it waits on the
+   * workload (its rollout, availability, replacements, Argo Rollouts) is halted with a Warning and gives its
+   * slot back; 0 or absent: never.
+   */
+  readonly progressDeadlineMs?: number;
   /**
    * `--argocd-sync-wait`: a restart about to act holds this long at most, from
    * T, while the workload's Argo CD Application is about to roll it (ADR 0011);
@@ -78,6 +84,13 @@ export interface ReconcilerDeps {
 /** Waits that hold a restart before it acts: a `--dry-run` restart reports its evictions only past them. */
 const HOLDS_BEFORE_ACTING: ReadonlySet<WaitCause> = new Set<WaitCause>(['argocd-sync', 'rollout-update', 'breaker']);
 
+/**
+ * Waits the progress deadline applies to: the restart waits on the workload itself, which may never move.
+ * Not the bounded ones (sync wait, T ahead), not the breaker's pause, and not a PodDisruptionBudget's 429
+ * (that restart already holds no slot, is retried, and has its own Warning).
+ */
+const DEADLINE_CAUSES: ReadonlySet<WaitCause> = new Set<WaitCause>(['rollout-in-progress', 'availability', 'replacements', 'restarted-at', 'template-rollout']);
+
 /** How long an evicted pod's UID is remembered while the watch has not yet shown its deletion. */
 const EVICTED_MEMORY_MS = 5 * 60_000;
 
@@ -104,6 +117,10 @@ export class Reconciler {
   /** Halts we wrote that the cache may not show yet, with the resourceVersion they were based on. */
   readonly #pendingHalts = new Map<string, { readonly at: number; readonly basedOn: string }>();
   #breaker: { readonly at: number; readonly state: BreakerState } | undefined;
+  /** Per restart in progress: what its pods looked like when they last moved, and when. */
+  readonly #lastProgress = new Map<string, { readonly restartAt: number; readonly marker: string; readonly at: number }>();
+  /** Restarts halted by the progress deadline and their pods then: no slot; pods that move resume them. */
+  readonly #stalled = new Map<string, { readonly restartAt: number; readonly marker: string }>();
   /** Per workload, the T whose wait for Argo CD was announced (and whether its bound expired): one Event each. */
   readonly #syncWaits = new Map<string, { readonly restartAt: number; expired: boolean }>();
 
@@ -251,6 +268,16 @@ export class Reconciler {
       healthGateTimeoutMs: (options.fleet ?? FLEET_OFF).healthGateTimeoutMs,
       breakerOpen: () => this.#breakerAt(now).open,
     };
+    const marker = progressMarker(workload, input.pods, restartAt);
+    const stalled = this.#stalled.get(key);
+    if (stalled !== undefined) {
+      // Halted by the progress deadline: it acts again only once its pods moved by themselves (or at a new T),
+      // and only with a free slot, as a start would.
+      if (stalled.restartAt === restartAt && stalled.marker === marker) return { requeueAfterMs: options.checkIntervalMs };
+      if (!this.#restarting.has(key) && this.#actingCount() >= options.maxConcurrentRestarts) return { requeueAfterMs: options.checkIntervalMs };
+      this.#stalled.delete(key);
+      this.#deps.log.info({ workload: key }, 'a stalled restart moved: resuming it');
+    }
     await this.#announceSyncWaitExpiry(key, workload, input);
     let step = nextStep(input);
     if (step.kind === 'set-template') {
@@ -263,7 +290,39 @@ export class Reconciler {
     if (options.dryRun === true && strategy === 'evict' && !heldOrHalted) {
       return this.#dryRunEvictions(key, workload, input.pods, restartAt, now);
     }
+    if (this.#deadlinePassed(key, step, restartAt, marker, now)) return this.#stall(key, workload, strategy, restartAt, step, input.pods, marker);
     return this.#execute(key, workload, strategy, restartAt, now, step);
+  }
+
+  /**
+   * Whether the restart has waited on its workload, its pods unmoved, for `--restart-progress-deadline`.
+   * Any other step (an eviction, a write, a bounded or fleet-wide wait) starts the clock again.
+   */
+  #deadlinePassed(key: string, step: RestartStep, restartAt: number, marker: string, now: number): boolean {
+    const deadlineMs = this.#deps.options.progressDeadlineMs ?? 0;
+    const last = this.#lastProgress.get(key);
+    const waitsOnWorkload = step.kind === 'wait' && DEADLINE_CAUSES.has(step.cause);
+    if (deadlineMs <= 0 || !waitsOnWorkload || last === undefined || last.restartAt !== restartAt || last.marker !== marker) {
+      this.#lastProgress.set(key, { restartAt, marker, at: now });
+      return false;
+    }
+    return now - last.at >= deadlineMs;
+  }
+
+  /** The progress deadline passed: the restart stops acting, gives its slot back, and says why. */
+  async #stall(key: string, workload: WorkloadSummary, strategy: ResolvedStrategy, restartAt: number, step: RestartStep, pods: readonly PodSummary[], marker: string): Promise<ProcessResult> {
+    const { options, log } = this.#deps;
+    this.#finish(key);
+    this.#stalled.set(key, { restartAt, marker });
+    this.#lastProgress.delete(key);
+    const cause = step.kind === 'wait' ? step.cause : step.kind;
+    this.#deps.metrics?.restartsStalled.inc({ kind: workload.kind, namespace: workload.namespace, strategy, cause });
+    const why = stallReason(step, pods, restartAt);
+    log.warn({ workload: key, cause, reason: why }, 'restart halted: no progress within --restart-progress-deadline');
+    const deadline = `${Math.round((options.progressDeadlineMs ?? 0) / 1000)}s`;
+    await this.#deps.events.record(workload, warningEvent('RestartProgressDeadlineExceeded',
+      `the restart at ${formatTime(restartAt)} made no progress for ${deadline} (--restart-progress-deadline): ${why}; it holds no restart slot now and resumes once its pods move, or at the next change`));
+    return { requeueAfterMs: options.checkIntervalMs };
   }
 
   /** Does what a step says. */
@@ -381,7 +440,7 @@ export class Reconciler {
       return { requeueAfterMs: wait };
     }
     // A restart a PodDisruptionBudget blocks does not hold a slot: ten blocked workloads must not stop the fleet.
-    if (!this.#restarting.has(key) && this.#restarting.size - this.#blockedCount() >= options.maxConcurrentRestarts) {
+    if (!this.#restarting.has(key) && this.#actingCount() >= options.maxConcurrentRestarts) {
       this.#deps.log.debug({ workload: key }, 'waiting for a restart slot (max-concurrent-restarts)');
       return { requeueAfterMs: options.checkIntervalMs };
     }
@@ -479,6 +538,11 @@ export class Reconciler {
     return undefined;
   }
 
+  /** Restarts holding a `--max-concurrent-restarts` slot: in progress, and not refused by a PodDisruptionBudget. */
+  #actingCount(): number {
+    return this.#restarting.size - this.#blockedCount();
+  }
+
   /** Restarts in progress whose evictions are being refused (PodDisruptionBudget). */
   #blockedCount(): number {
     let count = 0;
@@ -490,7 +554,9 @@ export class Reconciler {
   #finish(key: string): boolean {
     this.#blockedSince.delete(key);
     this.#syncWaits.delete(key);
+    this.#lastProgress.delete(key);
     if (this.#deps.view.workload(key) === undefined) {
+      this.#stalled.delete(key);
       this.#lastApply.delete(key);
       this.#shadow.delete(key);
       this.#dryRunFinished.delete(key);
@@ -506,6 +572,37 @@ function changedConfigs(keys: readonly string[]): readonly EventConfig[] {
     const slash = key.indexOf('/');
     return Object.freeze({ kind: key.slice(0, slash) as EventConfig['kind'], name: key.slice(slash + 1) });
   });
+}
+
+/**
+ * What the restart's pods and status look like, as far as progress goes: pods from before T still running
+ * and being deleted, replacements and how many are Ready, and the status fields a rollout advances.
+ * A change in any of them is progress.
+ */
+function progressMarker(workload: WorkloadSummary, pods: readonly PodSummary[], restartAt: number): string {
+  let old = 0;
+  let deleting = 0;
+  let fresh = 0;
+  let ready = 0;
+  for (const pod of pods) {
+    if (isTerminalPod(pod)) continue;
+    if (pod.createdAt < restartAt) {
+      if (pod.deleting) deleting++;
+      else old++;
+    } else {
+      fresh++;
+      if (pod.readySince !== undefined) ready++;
+    }
+  }
+  const { status } = workload;
+  return JSON.stringify([old, deleting, fresh, ready, status.restartedAt ?? null, status.updatedReplicas ?? null, status.updatedNumberScheduled ?? null, status.currentRevision ?? null]);
+}
+
+/** Why a stalled restart is stuck, in words: the step's reason, and a replacement that cannot start. */
+function stallReason(step: RestartStep, pods: readonly PodSummary[], restartAt: number): string {
+  const reason = step.kind === 'wait' || step.kind === 'halt' ? step.reason : step.kind;
+  const pending = pods.filter((pod) => pod.createdAt >= restartAt && !pod.deleting && pod.phase === 'Pending').map((pod) => pod.name).sort();
+  return pending.length === 0 ? reason : `${reason}; replacement pod ${pending[0]} is Pending (unschedulable, or waiting for quota or volumes)`;
 }
 
 function optionalTime(ms: number | undefined): string | undefined {
