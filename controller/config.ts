@@ -122,6 +122,8 @@ export interface ControllerConfig {
   readonly evictionBlockedWarning: DurationSetting;
   /** How often restarts in progress are rechecked. */
   readonly restartCheckInterval: DurationSetting;
+  /** A warning when this clock seems further than this from the API server's. */
+  readonly maxClockSkew: DurationSetting;
   /** A restart without progress this long is halted and gives its slot back; 0: never. */
   readonly restartProgressDeadline: DurationSetting;
   /** How Argo CD tracks its objects, to tell in-band configs from out-of-band ones. */
@@ -425,6 +427,14 @@ export const CONTROLLER_FLAGS: readonly ControllerFlagSpec[] = Object.freeze([
       'A restart whose pods do not move for this long while it waits on the workload (its rollout, unschedulable replacements, a Rollout\'s status.restartedAt) is halted with a Warning Event and gives its --max-concurrent-restarts slot back (0 = never).',
   }),
   flag({
+    name: 'max-clock-skew',
+    type: 'duration',
+    range: positiveDuration,
+    default: '2s',
+    description:
+      'A warning is logged when this clock seems further than this from the API server\'s (learnt from the times of fresh writes; driftless_clock_offset_seconds). Restarts use the API server\'s clock either way.',
+  }),
+  flag({
     name: 'restart-check-interval',
     type: 'duration',
     range: positiveDuration,
@@ -664,6 +674,7 @@ export function parseControllerConfig(argv: readonly string[], env: Env): Contro
     evictionBlockedWarning: read('eviction-blocked-warning', asDuration),
     restartCheckInterval: read('restart-check-interval', asDuration),
     restartProgressDeadline: read('restart-progress-deadline', asDuration),
+    maxClockSkew: read('max-clock-skew', asDuration),
     argocdTrackingMethod: read('argocd-tracking-method', asEnum) as TrackingMethod,
     argocdTrackingLabel: read('argocd-tracking-label', asLabelKey),
     argocdNamespace: read('argocd-namespace', asSingleNamespace),

@@ -20,6 +20,7 @@ import { OTHER_RESOURCES, WORKLOAD_RESOURCES, collectionPath, type ResourceSpec 
 import { createWrites, dryRunWrites, type Writes } from './kube/writes.ts';
 import type { HealthSources } from './http.ts';
 import { LeaderElector } from './leader.ts';
+import { ClockSkew } from './clock-skew.ts';
 import { createMetrics, type ControllerMetrics } from './metrics.ts';
 import { setUpNotifications } from './notify/setup.ts';
 import type { WebhookUrl } from './notify/url.ts';
@@ -88,6 +89,21 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
   const writes = deps.writes?.(client) ?? (config.dryRun ? dryRunWrites((what) => log.info({ dryRun: true }, what)) : createWrites(client));
   const restartStarts = new TokenBucket({ ratePerSecond: config.restartRate, burst: config.restartBurst, clock });
   let fleetMetrics: FleetMetrics | undefined;
+  // The API server's clock, learnt from the times it writes (ADR 0007): T and pod creation times are on it.
+  const skew = new ClockSkew();
+  let skewWarnedAt = Number.NEGATIVE_INFINITY;
+  const observeWrite = (apiTimeMs: number): void => {
+    const now = clock.now();
+    skew.observe(apiTimeMs, now);
+    const { offsetUpperMs } = skew.reading(now);
+    // Above the bound in either direction, once per ten minutes: an upper bound below -bound is certainly behind.
+    if (Math.abs(offsetUpperMs) > config.maxClockSkew.ms && now - skewWarnedAt >= 10 * 60_000) {
+      skewWarnedAt = now;
+      log.warn({ offsetMs: offsetUpperMs, bound: config.maxClockSkew.text }, offsetUpperMs > 0
+        ? 'this clock may be ahead of the API server\'s (or every watch event arrives late): restarts wait for the API server\'s clock to reach T'
+        : 'this clock is behind the API server\'s: restarts use the API server\'s clock');
+    }
+  };
   const reconciler = new Reconciler({
     view,
     writes,
@@ -115,6 +131,7 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
     },
     // A workload that finds no token is requeued for when the next one accrues: a worker never waits.
     startLimiter: { tryTake: () => restartStarts.tryTake(), retryAfterMs: Math.ceil(1000 / config.restartRate) },
+    skew,
     get metrics() {
       return metrics;
     },
@@ -176,7 +193,11 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
         labelSelector: configSelector,
         fieldSelector: kind === 'Secret' ? HELM_RELEASE_FIELD_SELECTOR : undefined,
         reduce: (raw, previous) => reduceConfig(kind, raw, previous, { key: deps.hashKey, tracking, now: clock.now() }),
-      }, (previous, next) => enqueue(view.configChanged(previous, next)));
+      }, (previous, next) => {
+        // A content change the watch delivers now: its write time is a fresh sample of the API server's clock.
+        if (previous !== undefined && next?.changedAt !== undefined && next.changedAt !== previous.changedAt) observeWrite(next.changedAt);
+        enqueue(view.configChanged(previous, next));
+      });
     }
     for (const kind of Object.keys(WORKLOAD_RESOURCES) as WorkloadKindName[]) {
       watch(WORKLOAD_RESOURCES[kind], namespace, { reduce: (raw) => reduceWorkload({ apiVersion: apiVersionOf(WORKLOAD_RESOURCES[kind]), kind }, raw, tracking) }, (previous, next) => enqueue(view.workloadChanged(previous, next)));
@@ -184,6 +205,8 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
     watch(OTHER_RESOURCES.replicaSets, namespace, { reduce: (raw) => reduceReplicaSet(raw) }, (previous, next) => view.replicaSetChanged(previous, next));
     watch(OTHER_RESOURCES.pods, namespace, { reduce: (raw) => reducePod(raw) }, (previous, next) => {
       const key = view.podChanged(previous, next);
+      // A pod the API server just created (old pods of a first list only give larger samples, never a lower bound).
+      if (previous === undefined && next !== undefined) observeWrite(next.createdAt);
       if (next === undefined && previous !== undefined) reconciler.podGone(previous.uid);
       // Pod events only matter to a restart in progress: they pace the next eviction.
       if (key !== undefined && reconciler.isRestarting(key)) queue.add(key);
@@ -220,6 +243,7 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
     restartsInProgress: () => reconciler.restartingCount,
     cacheSizes: () => ({ workloads: view.workloadCount, configs: view.configCount, pods: view.podCount }),
     isLeader: () => elector === undefined || elector.isLeader,
+    clockOffsetSeconds: () => skew.reading(clock.now()).offsetUpperMs / 1000,
   });
   fleetMetrics = createFleetMetrics(metrics.registry, () => reconciler.breakerOpen);
 

@@ -14,6 +14,8 @@ export interface MetricSources {
   restartsInProgress(): number;
   cacheSizes(): Readonly<Record<string, number>>;
   isLeader(): boolean;
+  /** The upper bound of (this clock − the API server's) in seconds, learnt from fresh writes; absent: not exported. */
+  clockOffsetSeconds?(): number;
 }
 
 /** The metrics, typed. Label values are kinds, namespaces, strategies and resources: never a config's name or value. */
@@ -66,5 +68,13 @@ export function createMetrics(sources: MetricSources): ControllerMetrics {
     },
   });
   new Gauge({ name: 'driftless_leader', help: '1 while this replica holds the leader Lease (or runs without leader election).', registers: [registry], collect() { this.set(sources.isLeader() ? 1 : 0); } });
+  if (sources.clockOffsetSeconds !== undefined) {
+    new Gauge({
+      name: 'driftless_clock_offset_seconds',
+      help: 'Upper bound of this clock minus the API server\'s (fresh writes\' times vs their arrival; includes watch latency and up to 1 s of truncation). Negative: this clock is behind.',
+      registers: [registry],
+      collect() { this.set(sources.clockOffsetSeconds?.() ?? 0); },
+    });
+  }
   return metrics;
 }

@@ -15,6 +15,7 @@ import { ManifestError, type PolicyMode } from '../core/index.ts';
 import { BOOKKEEPING, formatDigestMap, formatTime, parseDigestMap, parseRestartAt } from './bookkeeping.ts';
 import { parseWorkloadKey, workloadKey, type ClusterView } from './cache/cluster-view.ts';
 import type { Clock } from './clock.ts';
+import type { ClockSkew } from './clock-skew.ts';
 import { syncWait } from './argocd-sync.ts';
 import { compareDigests, outOfBandDigests, resolveStrategy, selectConfigs, type ResolvedStrategy } from './decide.ts';
 import { normalEvent, warningEvent, type EventConfig, type EventRecorder } from './events.ts';
@@ -79,6 +80,8 @@ export interface ReconcilerDeps {
   readonly fleetMetrics?: FleetMetrics;
   /** `--restart-rate`/`--restart-burst`; absent: no limit. */
   readonly startLimiter?: StartLimiter;
+  /** The API server's clock as learnt from the watches; absent: the clocks are taken to agree. */
+  readonly skew?: ClockSkew;
 }
 
 /** Waits that hold a restart before it acts: a `--dry-run` restart reports its evictions only past them. */
@@ -171,8 +174,9 @@ export class Reconciler {
     const current = outOfBandDigests(selection);
     const recorded = parseDigestMap(workload.annotations[BOOKKEEPING.restartedFor]);
     let restartAt = parseRestartAt(workload.annotations[BOOKKEEPING.restartAt]);
-    const seenAt = (configKey: string): number => selection.configs.find((c) => `${c.kind}/${c.name}` === configKey)?.summary?.seenAt ?? now;
-    const verdict = compareDigests(recorded, current, seenAt, now, options.debounceMs);
+    const summaryOf = (configKey: string) => selection.configs.find((c) => `${c.kind}/${c.name}` === configKey)?.summary;
+    const seenAt = (configKey: string): number => summaryOf(configKey)?.seenAt ?? now;
+    const verdict = compareDigests(recorded, current, seenAt, now, options.debounceMs, (configKey) => summaryOf(configKey)?.changedAt);
     const { strategy, problem } = resolveStrategy(workload, options.defaultStrategy);
     if (problem !== undefined) await this.#deps.events.record(workload, warningEvent('RestartWarning', problem));
     const halt = parseHalt(workload.annotations[FLEET_ANNOTATIONS.restartHalted]);
@@ -261,7 +265,8 @@ export class Reconciler {
       pods: view.podsOf(workload).map((pod) => this.#withEvictions(pod, now)),
       restartAt,
       strategy,
-      now,
+      // T and the pods' creation and Ready times are the API server's: the step compares them with its clock.
+      now: this.#deps.skew?.apiNow(now) ?? now,
       acting: this.#restarting.has(key),
       app: view.applicationOf(workload),
       syncWaitMs: options.argocdSyncWaitMs ?? 0,
@@ -291,7 +296,7 @@ export class Reconciler {
       return this.#dryRunEvictions(key, workload, input.pods, restartAt, now);
     }
     if (this.#deadlinePassed(key, step, restartAt, marker, now)) return this.#stall(key, workload, strategy, restartAt, step, input.pods, marker);
-    return this.#execute(key, workload, strategy, restartAt, now, step);
+    return this.#execute(key, workload, strategy, restartAt, now, step, input.now);
   }
 
   /**
@@ -326,7 +331,7 @@ export class Reconciler {
   }
 
   /** Does what a step says. */
-  async #execute(key: string, workload: WorkloadSummary, strategy: ResolvedStrategy, restartAt: number, now: number, step: RestartStep): Promise<ProcessResult> {
+  async #execute(key: string, workload: WorkloadSummary, strategy: ResolvedStrategy, restartAt: number, now: number, step: RestartStep, apiNow: number): Promise<ProcessResult> {
     const { options, events, log } = this.#deps;
     switch (step.kind) {
       case 'done':
@@ -357,8 +362,8 @@ export class Reconciler {
         if (step.cause === 'breaker') this.#deps.fleetMetrics?.restartsDeferred.inc({ cause: 'breaker' });
         log.debug({ workload: key, cause: step.cause, reason: step.reason }, 'restart waiting');
         // T ahead is waited for to the millisecond; the sync wait is looked at again at its bound at the latest.
-        if (step.cause === 'restart-time' && step.until !== undefined) return { requeueAfterMs: step.until - now };
-        if (step.cause === 'argocd-sync' && step.until !== undefined) return { requeueAfterMs: Math.max(1, Math.min(options.checkIntervalMs, step.until - now)) };
+        if (step.cause === 'restart-time' && step.until !== undefined) return { requeueAfterMs: step.until - apiNow };
+        if (step.cause === 'argocd-sync' && step.until !== undefined) return { requeueAfterMs: Math.max(1, Math.min(options.checkIntervalMs, step.until - apiNow)) };
         return { requeueAfterMs: options.checkIntervalMs };
       case 'evict':
         this.#restarting.add(key);
