@@ -8,7 +8,7 @@
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import type { HashKey } from '../core/index.ts';
-import { ClusterView } from './cache/cluster-view.ts';
+import { ClusterView, workloadKey } from './cache/cluster-view.ts';
 import { reduceApplication, reduceConfig, reducePod, reduceProviderPodStatus, reduceReplicaSet, reduceWorkload, type TrackingOptions } from './cache/reduce.ts';
 import type { Clock } from './clock.ts';
 import type { ControllerConfig } from './config.ts';
@@ -21,6 +21,8 @@ import { createWrites, dryRunWrites, type Writes } from './kube/writes.ts';
 import type { HealthSources } from './http.ts';
 import { LeaderElector } from './leader.ts';
 import { ClockSkew } from './clock-skew.ts';
+import { RECORD_LABEL, reduceRecord } from './record/record.ts';
+import { RecordCache, createRecordStore } from './record/store.ts';
 import { createMetrics, type ControllerMetrics } from './metrics.ts';
 import { setUpNotifications } from './notify/setup.ts';
 import type { WebhookUrl } from './notify/url.ts';
@@ -104,6 +106,11 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
         : 'this clock is behind the API server\'s: restarts use the API server\'s clock');
     }
   };
+  // Each workload's bookkeeping is copied to a record of its own, keyed by its UID, in the controller's
+  // namespace, so that a Replace=true sync of the workload does not lose a restart (ADR 0007).
+  const recordNamespace = config.leaderElectionNamespace ?? deps.defaultLeaseNamespace;
+  const recordCache = new RecordCache();
+  const records = config.dryRun ? undefined : createRecordStore({ client, cache: recordCache, namespace: recordNamespace, log });
   const reconciler = new Reconciler({
     view,
     writes,
@@ -132,6 +139,7 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
     // A workload that finds no token is requeued for when the next one accrues: a worker never waits.
     startLimiter: { tryTake: () => restartStarts.tryTake(), retryAfterMs: Math.ceil(1000 / config.restartRate) },
     skew,
+    ...(records === undefined ? {} : { records }),
     get metrics() {
       return metrics;
     },
@@ -186,6 +194,12 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
     reflectors.push(reflector as Reflector<unknown>);
   }
 
+  watch(OTHER_RESOURCES.configMaps, recordNamespace, { labelSelector: RECORD_LABEL, reduce: (raw) => reduceRecord(raw), offWhenForbidden: true }, (previous, next) => {
+    recordCache.changed(previous, next);
+    // A record that arrives after its workload (or changed by hand) is read at the workload's next reconcile.
+    const workload = next?.workload ?? previous?.workload;
+    if (workload !== undefined) enqueue([workloadKey(workload.kind, workload.namespace, workload.name)]);
+  });
   for (const namespace of scopes) {
     const configSelector = config.resourceLabelSelector?.text;
     for (const kind of ['ConfigMap', 'Secret'] as const) {

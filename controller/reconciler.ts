@@ -16,6 +16,7 @@ import { BOOKKEEPING, formatDigestMap, formatTime, parseDigestMap, parseRestartA
 import { parseWorkloadKey, workloadKey, type ClusterView } from './cache/cluster-view.ts';
 import type { Clock } from './clock.ts';
 import type { ClockSkew } from './clock-skew.ts';
+import type { RecordStore } from './record/store.ts';
 import { syncWait } from './argocd-sync.ts';
 import { compareDigests, outOfBandDigests, resolveStrategy, selectConfigs, type ResolvedStrategy } from './decide.ts';
 import { normalEvent, warningEvent, type EventConfig, type EventRecorder } from './events.ts';
@@ -80,6 +81,11 @@ export interface ReconcilerDeps {
   readonly fleetMetrics?: FleetMetrics;
   /** `--restart-rate`/`--restart-burst`; absent: no limit. */
   readonly startLimiter?: StartLimiter;
+  /**
+   * The restart records (controller/record/): a copy of each workload's bookkeeping keyed by its UID, which
+   * a Replace=true sync of the workload does not remove; absent: the annotations only.
+   */
+  readonly records?: RecordStore;
   /** The API server's clock as learnt from the watches; absent: the clocks are taken to agree. */
   readonly skew?: ClockSkew;
 }
@@ -153,12 +159,18 @@ export class Reconciler {
 
   /** One reconcile of one workload. */
   async reconcile(key: string): Promise<ProcessResult> {
-    const { view, options, clock } = this.#deps;
-    const workload = this.#withShadow(key, view.workload(key));
+    const { view, options, clock, records } = this.#deps;
+    let workload = this.#withShadow(key, view.workload(key));
+    const { kind: keyKind, namespace: keyNamespace, name: keyName } = parseWorkloadKey(key);
+    if (records !== undefined && options.dryRun !== true && records.hasStale(keyKind, keyNamespace, keyName, workload?.uid)) {
+      // The workload was deleted (or deleted and created again, a new UID): its old record says nothing now.
+      await records.forget(keyKind, keyNamespace, keyName, workload?.uid);
+    }
     if (workload === undefined || !this.#deps.inScope(workload.namespace)) {
       this.#finish(key);
       return undefined;
     }
+    workload = await this.#withRecord(key, workload);
     const source = workload.workloadRef === undefined ? workload : view.workload(workloadKey(workload.workloadRef.kind, workload.namespace, workload.workloadRef.name));
     // A Rollout whose borrowed Deployment is not cached yet: the Deployment's arrival enqueues it.
     if (source === undefined) return undefined;
@@ -230,6 +242,27 @@ export class Reconciler {
     return this.#progress(key, workload, strategy, restartAt, now);
   }
 
+  /**
+   * The workload's bookkeeping, made whole from its record: a workload without the annotations whose UID
+   * has a record was replaced as Git renders it (Argo CD Replace=true, kubectl replace), not created anew —
+   * the annotations are written back from the record and the restart in progress goes on. A workload with
+   * the annotations and no (or an older) record gets its record.
+   */
+  async #withRecord(key: string, workload: WorkloadSummary): Promise<WorkloadSummary> {
+    const { records, options, log } = this.#deps;
+    if (records === undefined || options.dryRun === true) return workload;
+    const restartedFor = workload.annotations[BOOKKEEPING.restartedFor];
+    if (restartedFor !== undefined) {
+      await records.write(workload, { restartedFor, restartAt: workload.annotations[BOOKKEEPING.restartAt] });
+      return workload;
+    }
+    const record = records.get(workload.uid);
+    if (record === undefined) return workload;
+    log.info({ workload: key, restartAt: record.restartAt }, 'the workload lost its bookkeeping annotations (replaced): restored from its record');
+    await this.#apply(workload, { restartedFor: record.restartedFor, restartAt: record.restartAt, templateRestartedAt: workload.templateRestartedAt });
+    return this.#withShadow(key, this.#deps.view.workload(key)) ?? workload;
+  }
+
   /** Server-side apply of the controller's own fields, only when they differ from the live ones. */
   async #apply(workload: WorkloadSummary, given: OwnFields): Promise<void> {
     const key = workloadKey(workload.kind, workload.namespace, workload.name);
@@ -243,6 +276,7 @@ export class Reconciler {
     const last = this.#lastApply.get(key);
     // Written already, and the watch has not delivered our write yet: writing again would be a wasted request.
     if (same || (last !== undefined && last.basedOn === workload.resourceVersion && last.fields === text)) return;
+    if (this.#deps.options.dryRun !== true) await this.#deps.records?.write(workload, { restartedFor: fields.restartedFor, restartAt: fields.restartAt });
     await this.#deps.writes.applyOwnFields(workload, fields);
     if (this.#deps.options.dryRun === true) {
       // Nothing was applied: the dry-run writes said what they would record.
