@@ -221,7 +221,7 @@ describe('charts/driftless (helm)', () => {
     assert.deepEqual(only(documents, 'Service')['spec'].ports[0].name, 'metrics');
     assert.ok(!documents.some((d) => d['kind'] === 'Secret'), 'no Secret unless asked for');
     const args = container(only(documents, 'Deployment'))['args'] as string[];
-    assert.deepEqual(args, ['--leader-elect', '--mode=annotated', '--restart-strategy=evict', '--restart-progress-deadline=10m', '--log-level=info', '--hash-key-file=/etc/driftless/hash-key/key']);
+    assert.deepEqual(args, ['--leader-elect', '--mode=annotated', '--restart-strategy=evict', '--restart-progress-deadline=10m', '--max-clock-skew=2s', '--log-level=info', '--hash-key-file=/etc/driftless/hash-key/key']);
   });
 
   it('maps Reloader-named values: watchGlobally=false gives a Role per namespace and --namespaces; namespaceSelector adds only namespaces list/watch', async () => {
