@@ -21,7 +21,7 @@ import { createWrites, dryRunWrites, type Writes } from './kube/writes.ts';
 import type { HealthSources } from './http.ts';
 import { LeaderElector } from './leader.ts';
 import { ClockSkew } from './clock-skew.ts';
-import { RECORD_LABEL, reduceRecord } from './record/record.ts';
+import { RECORD_LABEL, isRecord, reduceRecord } from './record/record.ts';
 import { RecordCache, createRecordStore } from './record/store.ts';
 import { createMetrics, type ControllerMetrics } from './metrics.ts';
 import { setUpNotifications } from './notify/setup.ts';
@@ -206,7 +206,8 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
       watch<ConfigSummary>(kind === 'ConfigMap' ? OTHER_RESOURCES.configMaps : OTHER_RESOURCES.secrets, namespace, {
         labelSelector: configSelector,
         fieldSelector: kind === 'Secret' ? HELM_RELEASE_FIELD_SELECTOR : undefined,
-        reduce: (raw, previous) => reduceConfig(kind, raw, previous, { key: deps.hashKey, tracking, now: clock.now() }),
+        // The restart records are the controller's own, never a config a workload could select.
+        reduce: (raw, previous) => (kind === 'ConfigMap' && isRecord(raw) ? undefined : reduceConfig(kind, raw, previous, { key: deps.hashKey, tracking, now: clock.now() })),
       }, (previous, next) => {
         // A content change the watch delivers now: its write time is a fresh sample of the API server's clock.
         if (previous !== undefined && next?.changedAt !== undefined && next.changedAt !== previous.changedAt) observeWrite(next.changedAt);

@@ -12,6 +12,12 @@ import type { WorkloadKindName, WorkloadSummary } from '../model.ts';
 /** The label every record carries (the record watch selects on it). */
 export const RECORD_LABEL = 'driftless.dev/record';
 
+/** True for a raw object carrying the record label (a record, or one made to look like it). */
+export function isRecord(raw: unknown): boolean {
+  const labels = (raw as { metadata?: { labels?: Record<string, unknown> } } | undefined)?.metadata?.labels;
+  return labels !== undefined && labels !== null && Object.hasOwn(labels, RECORD_LABEL);
+}
+
 /** The name of the record of the workload with this UID. */
 export function recordName(workloadUid: string): string {
   return `driftless-record-${workloadUid}`;

@@ -17,7 +17,7 @@ import type { KubeClient } from '../../controller/kube/client.ts';
 import type { Writes } from '../../controller/kube/writes.ts';
 import type { PodSummary, WorkloadSummary } from '../../controller/model.ts';
 import { Reconciler } from '../../controller/reconciler.ts';
-import { recordManifest, recordName, reduceRecord, type RestartRecord } from '../../controller/record/record.ts';
+import { isRecord, recordManifest, recordName, reduceRecord, type RestartRecord } from '../../controller/record/record.ts';
 import { RecordCache, createRecordStore, type RecordStore } from '../../controller/record/store.ts';
 import { config, workload } from './support/summaries.ts';
 
@@ -32,6 +32,9 @@ test('reduceRecord reads back what recordManifest writes, and nothing that is no
   assert.equal(reduceRecord({ metadata: { name: 'driftless-record-u-2' }, data: { ...(manifest['data'] as object) } }), undefined, 'a name that is not its UID\'s');
   assert.equal(reduceRecord({ metadata: { name: recordName('u-1') }, data: { kind: 'Pod', namespace: 'prod', name: 'x', uid: 'u-1', restartedFor: '{}' } }), undefined);
   assert.equal(reduceRecord({ metadata: { name: recordName('u-1') } }), undefined);
+  assert.equal(isRecord(manifest), true, 'the config watch drops records: no workload can select one');
+  assert.equal(isRecord({ metadata: { name: 'app', labels: { app: 'x' } } }), false);
+  assert.equal(isRecord({}), false);
 });
 
 /** A scripted API for the records: writes land in the cache, as the record watch would deliver them. */
