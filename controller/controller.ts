@@ -94,7 +94,11 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
   // The API server's clock, learnt from the times it writes (ADR 0007): T and pod creation times are on it.
   const skew = new ClockSkew();
   let skewWarnedAt = Number.NEGATIVE_INFINITY;
+  // Only writes the watches deliver after the first lists: a first list's objects are old, and with no fresh
+  // sample yet the youngest of them would pass for the offset (a false warning, evictions seconds late).
+  let sampling = false;
   const observeWrite = (apiTimeMs: number): void => {
+    if (!sampling) return;
     const now = clock.now();
     skew.observe(apiTimeMs, now);
     const { offsetUpperMs } = skew.reading(now);
@@ -268,6 +272,7 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
   let allSynced = false;
   const cachesSynced = Promise.all(reflectors.map((r) => r.whenSynced())).then(() => {
     allSynced = !stopped;
+    sampling = true;
     if (allSynced) log.info({ workloads: view.workloadCount, configs: view.configCount, pods: view.podCount }, 'caches synced');
   });
   // Standbys keep their caches warm; only the leader (or the only replica) reconciles and writes.

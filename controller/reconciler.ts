@@ -259,8 +259,11 @@ export class Reconciler {
     const record = records.get(workload.uid);
     if (record === undefined) return workload;
     log.info({ workload: key, restartAt: record.restartAt }, 'the workload lost its bookkeeping annotations (replaced): restored from its record');
-    await this.#apply(workload, { restartedFor: record.restartedFor, restartAt: record.restartAt, templateRestartedAt: workload.templateRestartedAt });
-    return this.#withShadow(key, this.#deps.view.workload(key)) ?? workload;
+    const fields: OwnFields = { restartedFor: record.restartedFor, restartAt: record.restartAt, templateRestartedAt: workload.templateRestartedAt };
+    await this.#apply(workload, fields);
+    // Decided from what was just written, over the newest cached version: the cache may already hold a later
+    // version of the replaced object (a status update) that does not show the write yet.
+    return withOwnFields(this.#deps.view.workload(key) ?? workload, { ...fields, restartHalted: workload.annotations[FLEET_ANNOTATIONS.restartHalted] });
   }
 
   /** Server-side apply of the controller's own fields, only when they differ from the live ones. */
@@ -541,10 +544,7 @@ export class Reconciler {
     const last = this.#lastApply.get(key);
     const shadow = this.#shadow.get(key) ?? (last !== undefined && workload !== undefined && last.basedOn === workload.resourceVersion ? last.own : undefined);
     if (workload === undefined || shadow === undefined) return workload;
-    const annotations: Record<string, string> = { ...workload.annotations, [BOOKKEEPING.restartedFor]: shadow.restartedFor };
-    if (shadow.restartAt !== undefined) annotations[BOOKKEEPING.restartAt] = shadow.restartAt;
-    if (shadow.restartHalted !== undefined) annotations[FLEET_ANNOTATIONS.restartHalted] = shadow.restartHalted;
-    return { ...workload, annotations, templateRestartedAt: shadow.templateRestartedAt };
+    return withOwnFields(workload, shadow);
   }
 
   /** `--dry-run`: no pod goes away, so pacing would wait forever; report every eviction the restart would make, once. */
@@ -603,6 +603,14 @@ export class Reconciler {
     }
     return this.#restarting.delete(key);
   }
+}
+
+/** The workload as it reads with the controller's own fields `own` written. */
+function withOwnFields(workload: WorkloadSummary, own: OwnFields): WorkloadSummary {
+  const annotations: Record<string, string> = { ...workload.annotations, [BOOKKEEPING.restartedFor]: own.restartedFor };
+  if (own.restartAt !== undefined) annotations[BOOKKEEPING.restartAt] = own.restartAt;
+  if (own.restartHalted !== undefined) annotations[FLEET_ANNOTATIONS.restartHalted] = own.restartHalted;
+  return { ...workload, annotations, templateRestartedAt: own.templateRestartedAt };
 }
 
 /** `Kind/name` config keys as the Events name them. */

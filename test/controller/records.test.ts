@@ -76,8 +76,17 @@ function harness(options: { records: boolean }) {
   const records: RecordStore | undefined = options.records ? createRecordStore({ client: recordApi(cache, recordCalls), cache, namespace: 'driftless', log: pino({ enabled: false }) }) : undefined;
   const evicted: string[] = [];
   let version = 1;
+  /** While set, the watch does not deliver the controller's applies (they wait here), as when it lags. */
+  let held: (() => void)[] | undefined;
   const writes: Writes = {
     async applyOwnFields(target, fields) {
+      if (held !== undefined) {
+        held.push(() => void writes.applyOwnFields(target, fields));
+        // The workload's controller updates its status while the apply is in flight: a newer version without it.
+        const current = view.workload(workloadKey(target.kind, target.namespace, target.name));
+        if (current !== undefined) view.workloadChanged(current, { ...current, resourceVersion: String(++version) });
+        return;
+      }
       const previous = view.workload(workloadKey(target.kind, target.namespace, target.name));
       if (previous === undefined || previous.uid !== target.uid) return;
       const annotations: Record<string, string> = { ...previous.annotations, [BOOKKEEPING.restartedFor]: fields.restartedFor };
@@ -123,7 +132,20 @@ function harness(options: { records: boolean }) {
       clock.advance(result?.requeueAfterMs ?? 500);
     }
   };
-  return { clock, view, cache, recordCalls, evicted, key, make, rotate, replace, settle, summary };
+  const holdWrites = (): void => {
+    held = [];
+  };
+  const deliverWrites = (): void => {
+    const pending = held ?? [];
+    held = undefined;
+    for (const write of pending) write();
+  };
+  /** A status update of the workload (its controller's), a newer version without the controller's writes. */
+  const statusUpdate = (): void => {
+    const previous = view.workload(key) as WorkloadSummary;
+    view.workloadChanged(previous, { ...previous, resourceVersion: String(++version) });
+  };
+  return { clock, view, cache, recordCalls, evicted, key, make, rotate, replace, settle, summary, holdWrites, deliverWrites, statusUpdate };
 }
 
 test('kubectl replace in the middle of a restart: the annotations come back from the record and every old pod is replaced once', async () => {
@@ -143,6 +165,30 @@ test('kubectl replace in the middle of a restart: the annotations come back from
   assert.deepEqual(h.evicted, ['web-2', 'web-1', 'web-0'], 'each old pod once, highest ordinal first');
   assert.equal(h.view.workload(h.key)?.annotations[BOOKKEEPING.restartAt], restartAt, 'the same T, restored');
   assert.equal(h.view.workload(h.key)?.annotations[BOOKKEEPING.restartedFor], '{"Secret/db":"v1:2"}');
+});
+
+test('a watch that lags behind the restore (a status update first): the record is never taken for first sight, and the restart goes on', async () => {
+  const h = harness({ records: true });
+  const reconciler = h.make();
+  await h.settle(reconciler);
+  h.rotate();
+  await reconciler.reconcile(h.key);
+  h.clock.advance(500);
+  await reconciler.reconcile(h.key);
+  const record = h.cache.get(h.summary.uid);
+  assert.ok(record?.restartAt !== undefined, 'the record holds T');
+  h.replace();
+  h.holdWrites();
+  for (let i = 0; i < 5; i++) {
+    await reconciler.reconcile(h.key);
+    h.statusUpdate();
+    h.clock.advance(500);
+  }
+  assert.deepEqual(h.cache.get(h.summary.uid), record, 'the record still holds the restart, untouched');
+  h.deliverWrites();
+  await h.settle(reconciler);
+  assert.deepEqual([...h.evicted].sort(), ['web-0', 'web-1', 'web-2'], 'each old pod once');
+  assert.equal(h.view.workload(h.key)?.annotations[BOOKKEEPING.restartAt], record?.restartAt);
 });
 
 test('a Replace=true sync right after a rotation, before the restart began, also across a controller restart: the restart happens', async () => {
