@@ -65,6 +65,7 @@ test('template: writes the annotation, waits while pods from before T run, then 
   const written = workload('Deployment', { templateRestartedAt: formatTime(T) });
   assert.equal(kindOf(nextStep(input({ strategy: 'template', workload: written }))), 'wait:template-rollout');
   assert.deepEqual(nextStep(input({ strategy: 'template', workload: written, pods: [pod('web-c', T + 1000)] })), { kind: 'done' });
+  assert.deepEqual(nextStep(input({ strategy: 'template', pods: [pod('web-c', T + 1000)] })), { kind: 'done' }, 'no pod from before T: the annotation is not (re)written');
 });
 
 test('shared rules, in order: the sync wait holds a restart that has not acted, the health gate halts, the breaker pauses', () => {
