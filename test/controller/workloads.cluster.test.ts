@@ -12,7 +12,7 @@ import { podIsReady, useCluster } from '../cluster/testing.ts';
 import { waitFor } from '../support/wait.ts';
 import { applyAsArgoCD, assertNoDrift } from '../support/drift-oracle.ts';
 import { startControllerProcess } from './support/process.ts';
-import { COLLECTIONS, createExternalSecret, podsOf, read, replicaSetNames, rotateSecret, uids, waitForEvent, waitForReadyPods, workload } from './support/fixtures.ts';
+import { COLLECTIONS, createExternalSecret, eventsFor, podsOf, read, replicaSetNames, rotateSecret, uids, waitForEvent, waitForReadyPods, workload } from './support/fixtures.ts';
 
 const fixture = useCluster({ nodes: 2, rolloutsController: true });
 
@@ -210,7 +210,10 @@ fixture.test('a Rollout borrowing a Deployment\'s template by workloadRef is res
 
     await rotateSecret(api, namespace, 'db', 'v2');
     await waitForAllReplaced(api, namespace, 'web', 2, podsBefore);
-    await waitForEvent(api, namespace, 'web', 'RestartFinished', 90_000);
+    // The Deployment that lends its template is named web too (and, scaled to zero, finishes its own restart at
+    // once): wait for the Rollout's Event.
+    await waitFor('Event RestartFinished on the Rollout web', async () => (await eventsFor(api, namespace, 'web'))
+      .find((event) => event['reason'] === 'RestartFinished' && (event['involvedObject'] as { kind?: string } | undefined)?.kind === 'Rollout'), { timeoutMs: 90_000 });
     const live = await read(api, path);
     const restartAt = live.metadata?.annotations?.['driftless.dev/restart-at'];
     assert.equal(live.spec?.['restartAt'], restartAt, 'spec.restartAt is the recorded T');
