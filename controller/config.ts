@@ -132,8 +132,10 @@ export interface ControllerConfig {
   readonly argocdTrackingLabel: string;
   /** Where Argo CD's Applications are watched, to hold a restart its pending sync performs anyway (ADR 0011). */
   readonly argocdNamespace: string;
-  /** The longest a restart holds, from T, for Argo CD's pending sync; 0 = never (and no Application watch). */
+  /** The longest a restart holds, from T, for Argo CD's pending sync; 0 = never. */
   readonly argocdSyncWait: DurationSetting;
+  /** In-cluster restarts honour the AppProject sync windows of the workload's Application (issue 15 §8). */
+  readonly argocdSyncWindows: boolean;
   readonly logLevel: LogLevel;
   /** Page size of ConfigMap and Secret lists (`limit`), so a list never holds a namespace's payload at once. */
   readonly listPageSize: number;
@@ -496,6 +498,12 @@ export const CONTROLLER_FLAGS: readonly ControllerFlagSpec[] = Object.freeze([
     description: "A restart holds at most this long after T while the workload's Application has a sync running, a refresh requested, or automated sync and the workload OutOfSync: the sync rolls it anyway (0 never waits).",
   }),
   flag({
+    name: 'argocd-sync-windows',
+    type: 'boolean',
+    default: 'true',
+    description: "An in-cluster restart (eviction, spec.restartAt) waits while the sync windows of its Application's AppProject (list/watch appprojects.argoproj.io in --argocd-namespace) do not allow an automated sync; without the CRD or the permission nothing waits.",
+  }),
+  flag({
     name: 'log-level',
     type: 'enum',
     values: LOG_LEVELS,
@@ -708,6 +716,7 @@ export function parseControllerConfig(argv: readonly string[], env: Env): Contro
     argocdTrackingLabel: read('argocd-tracking-label', asLabelKey),
     argocdNamespace: read('argocd-namespace', asSingleNamespace),
     argocdSyncWait: read('argocd-sync-wait', asDuration),
+    argocdSyncWindows: read('argocd-sync-windows', asBoolean),
     logLevel: read('log-level', asEnum) as LogLevel,
     listPageSize: read('list-page-size', asInteger),
     httpAddr: readOptional('http-addr', asAddress) ?? (kubeconfig.length > 0 ? '127.0.0.1:8080' : ':8080'),

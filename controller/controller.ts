@@ -9,7 +9,7 @@ import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import type { HashKey } from '../core/index.ts';
 import { ClusterView } from './cache/cluster-view.ts';
-import { reduceApplication, reduceConfig, reducePod, reduceProviderPodStatus, reduceReplicaSet, reduceWorkload, type TrackingOptions } from './cache/reduce.ts';
+import { reduceAppProject, reduceApplication, reduceConfig, reducePod, reduceProviderPodStatus, reduceReplicaSet, reduceWorkload, type TrackingOptions } from './cache/reduce.ts';
 import type { Clock } from './clock.ts';
 import type { ControllerConfig } from './config.ts';
 import { createEventRecorder } from './events.ts';
@@ -237,13 +237,19 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
       enqueue(view.providerStatusChanged(previous, next, clock.now()));
     });
   }
-  // Argo CD's Applications, to hold a restart its pending sync performs anyway (ADR 0011). Optional twice over:
-  // without the CRD the reflector sees an empty collection, without the permission it turns itself off.
-  if (config.argocdSyncWait.ms > 0) {
+  // Argo CD's Applications, to hold a restart its pending sync performs anyway (ADR 0011), and to find their
+  // AppProject's sync windows (issue 15 §8). Optional twice over: without the CRD the reflector sees an empty
+  // collection, without the permission it turns itself off.
+  if (config.argocdSyncWait.ms > 0 || config.argocdSyncWindows) {
     watch(OTHER_RESOURCES.applications, config.argocdNamespace, {
       reduce: (raw) => reduceApplication(raw, config.argocdNamespace),
       offWhenForbidden: true,
     }, (previous, next) => enqueue(view.applicationChanged(previous, next)));
+  }
+  // AppProjects live in Argo CD's namespace only, whatever namespace their Applications are in; only their
+  // syncWindows are kept. Same least privilege as the Applications: list/watch there.
+  if (config.argocdSyncWindows) {
+    watch(OTHER_RESOURCES.appProjects, config.argocdNamespace, { reduce: (raw) => reduceAppProject(raw), offWhenForbidden: true }, (previous, next) => enqueue(view.projectChanged(previous, next)));
   }
   if (config.namespaceSelector !== undefined) {
     watch(OTHER_RESOURCES.namespaces, undefined, {

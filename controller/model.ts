@@ -6,6 +6,7 @@
  * code that reads them is pure and unit-testable without a cluster.
  */
 import type { Manifest, PolicyMode, Reference } from '../core/index.ts';
+import type { CompiledWindow } from './windows/sync-windows.ts';
 
 /** Namespace and name: the identity every cache is keyed by. */
 export interface ObjectRef {
@@ -171,4 +172,20 @@ export interface ApplicationSummary extends ObjectRef {
   readonly automated: boolean;
   /** `group/Kind/namespace/name` of every resource `status.resources` lists OutOfSync, sorted. */
   readonly outOfSync: readonly string[];
+  /** `spec.project` (`default` when empty, as Argo CD reads it): the AppProject whose sync windows hold its restarts. */
+  readonly project: string;
+  /** `spec.destination`, what a sync window's `clusters` and `namespaces` match (`''` when unset). */
+  readonly destination: { readonly server: string; readonly name: string; readonly namespace: string };
+}
+
+/**
+ * An Argo CD AppProject, cut down to its `spec.syncWindows` (issue 15 §8):
+ * roles, source and destination lists are never kept.
+ */
+export interface AppProjectSummary extends ObjectRef {
+  readonly resourceVersion: string;
+  /** Every window, compiled once on arrival (an invalid one kept as such: it holds, as in Argo CD). */
+  readonly windows: readonly CompiledWindow[];
+  /** What is wrong with the windows as written, naming `spec.syncWindows[i].field`. */
+  readonly problems: readonly string[];
 }

@@ -19,7 +19,9 @@ import {
   type Manifest,
 } from '../../core/index.ts';
 import { BOOKKEEPING } from '../bookkeeping.ts';
+import { readSyncWindows } from '../windows/sync-windows.ts';
 import type {
+  AppProjectSummary,
   ApplicationSummary,
   ConfigProducer,
   ConfigSummary,
@@ -368,7 +370,9 @@ export function reduceApplication(raw: unknown, argocdNamespace: string): Applic
   const namespace = str(metadata['namespace']);
   const name = str(metadata['name']);
   const phase = str(record(status['operationState'])['phase']);
-  const automated = record(record(object['spec'])['syncPolicy'])['automated'];
+  const spec = record(object['spec']);
+  const automated = record(spec['syncPolicy'])['automated'];
+  const destination = record(spec['destination']);
   const outOfSync = (Array.isArray(status['resources']) ? status['resources'] : [])
     .map(record)
     .filter((resource) => resource['status'] === 'OutOfSync')
@@ -383,5 +387,24 @@ export function reduceApplication(raw: unknown, argocdNamespace: string): Applic
     refreshRequested: optionalString(record(metadata['annotations'])[ARGOCD_REFRESH_ANNOTATION]) !== undefined,
     automated: isRecord(automated) && automated['enabled'] !== false,
     outOfSync: Object.freeze([...new Set(outOfSync)]),
+    // Argo CD's Application.Spec.GetProject: an empty project is `default`.
+    project: str(spec['project']) || 'default',
+    destination: Object.freeze({ server: str(destination['server']), name: str(destination['name']), namespace: str(destination['namespace']) }),
+  });
+}
+
+/**
+ * Reduces an Argo CD AppProject to its sync windows, compiled once here
+ * (controller/windows/): everything else of the project is dropped.
+ */
+export function reduceAppProject(raw: unknown): AppProjectSummary {
+  const metadata = record(record(raw)['metadata']);
+  const { windows, problems } = readSyncWindows(raw);
+  return Object.freeze({
+    namespace: str(metadata['namespace']),
+    name: str(metadata['name']),
+    resourceVersion: str(metadata['resourceVersion']),
+    windows,
+    problems,
   });
 }
