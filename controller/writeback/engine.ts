@@ -18,7 +18,7 @@
 import { formatOutOfBandFile, OutOfBandFileError, parseOutOfBandFile } from '../../core/index.ts';
 import type { Clock, Timer } from '../clock.ts';
 import { isCredentialsRefusal, normaliseGitUrl, type CredentialsRefusal, type GitCredentials } from './credentials.ts';
-import { WriteBackError, redactUrl } from './errors.ts';
+import { CredentialsReadError, WriteBackError, redactUrl } from './errors.ts';
 import { runGitJob, type GitJob, type GitRunResult, type GitRunSettings, type PathEdit } from './git-run.ts';
 import { commitMessage, DEFAULT_MESSAGE_TEMPLATE } from './message.ts';
 import type { ConfigDigest, WriteBackRequest, WriteBackResult, WriteBackStatus, WorkloadRef } from './model.ts';
@@ -140,7 +140,8 @@ export function createWriteBack(settings: WriteBackSettings, deps: WriteBackDeps
       .catch((error: unknown) => {
         // Only the lookups before git can throw here (credentials, known hosts, signing key); git's own failures are results.
         const at = deps.clock.now();
-        const message = `write-back to ${redactUrl(batch.target.repoURL)}: reading the credentials failed (${error instanceof Error ? error.name : 'error'})`;
+        const why = error instanceof CredentialsReadError ? error.message : error instanceof Error ? error.name : 'error';
+        const message = `write-back to ${redactUrl(batch.target.repoURL)}: reading the credentials failed (${why})`;
         for (const member of batch.members) finish(member, batch.target.writeBranch ?? batch.target.baseBranch ?? '', { status: 'failed', error: { kind: 'auth', message }, at });
       })
       .finally(() => {
