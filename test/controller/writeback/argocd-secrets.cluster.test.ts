@@ -60,7 +60,7 @@ fixture.test('as the shipped Role: the repository Secret and known hosts are rea
   await playground.createRepo('as-role', 'main', { 'apps/web/deploy.yaml': 'x\n' });
   const url = server.url('as-role');
   const secret = (name: string, labels: Record<string, string>, stringData: Record<string, string>) =>
-    create(cluster.admin, `/api/v1/namespaces/${namespace}/secrets`, { apiVersion: 'v1', kind: 'Secret', metadata: { name, labels }, stringData } as KubeObject);
+    create(cluster.admin, `/api/v1/namespaces/${namespace}/secrets`, { apiVersion: 'v1', kind: 'Secret', metadata: { name, labels }, stringData });
   await secret('write', { [SECRET_TYPE_LABEL]: 'repo-write-creds' }, { type: 'git', url: url.slice(0, url.lastIndexOf('/')), username: 'writer', password: PASSWORD });
   await secret('named', {}, { username: 'writer', password: PASSWORD });
   await create(cluster.admin, `/api/v1/namespaces/${namespace}/configmaps`, {
@@ -68,7 +68,7 @@ fixture.test('as the shipped Role: the repository Secret and known hosts are rea
     kind: 'ConfigMap',
     metadata: { name: 'argocd-ssh-known-hosts-cm' },
     data: { ssh_known_hosts: 'git.example.com ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl\n' },
-  } as KubeObject);
+  });
   await installShippedRole(cluster, namespace, 'writer-account');
   const client = await clientAs(cluster, namespace, 'writer-account');
   const stranger = await clientAs(cluster, namespace, 'no-role');
