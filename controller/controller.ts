@@ -30,6 +30,10 @@ import { WorkQueue } from './queue.ts';
 import { Reconciler } from './reconciler.ts';
 import { createScope } from './scope.ts';
 import { TokenBucket } from './token-bucket.ts';
+import { argoCdSecrets } from './writeback/argocd-secrets.ts';
+import { createWriteBack, type WriteBack } from './writeback/engine.ts';
+import { createWriteBackMetrics, type WriteBackMetrics } from './writeback/metrics.ts';
+import { writeBackSettingsFrom } from './writeback/settings.ts';
 
 /**
  * How long `stop()` waits for in-flight reconciles before it abandons them: with the notifications' 3 s and
@@ -62,6 +66,8 @@ export interface ControllerDeps {
   readonly onLostLeadership: () => void;
   /** The webhook URL read from `--notify-webhook-url-file` (main reads files, not the controller). */
   readonly notifyWebhookUrl?: WebhookUrl;
+  /** The OS temporary directory, where write-backs clone without `--write-back-work-dir` (main reads it). */
+  readonly tmpdir: string;
 }
 
 /** A running controller. */
@@ -73,6 +79,8 @@ export interface RunningController {
   readonly queue: WorkQueue;
   readonly reflectors: readonly Reflector<unknown>[];
   readonly metrics: ControllerMetrics;
+  /** The Git write-back (strategy git, ADR 0014): closed by `stop()` and the moment leadership is lost. */
+  readonly writeBack: WriteBack;
   readonly health: HealthSources;
   /** Stops taking work, waits for in-flight reconciles, stops the watches. */
   stop(): Promise<void>;
@@ -126,6 +134,20 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
     }
   });
   let fleetMetrics: FleetMetrics | undefined;
+  // The Git write-back: credentials read on demand in Argo CD's namespace only, each request with the
+  // client's deadline; nothing runs until the restart path submits. Its pushes are writes like any other:
+  // a lost Lease aborts a running git command at once (close), before the process exits.
+  let writeBackMetrics: WriteBackMetrics | undefined;
+  const writeBack = createWriteBack(writeBackSettingsFrom(config, deps.tmpdir), {
+    clock,
+    ...argoCdSecrets(client, {
+      namespace: config.argocdNamespace,
+      credentialsSecret: config.writeBackCredentialsSecret,
+      signingSecret: config.writeBackSigningSecret,
+      timeoutMs: requestTimeoutMs,
+    }),
+    observe: (observation) => writeBackMetrics?.observe(observation),
+  });
   const reconciler = new Reconciler({
     view,
     writes,
@@ -273,6 +295,7 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
     isLeader: () => elector === undefined || elector.isLeader,
   });
   fleetMetrics = createFleetMetrics(metrics.registry, () => reconciler.breakerOpen);
+  writeBackMetrics = createWriteBackMetrics(metrics.registry);
   queueMetrics = createWorkqueueMetrics(metrics.registry, WORKQUEUE_NAME, {
     depth: () => queue.depth,
     unfinishedWorkSeconds: () => queue.unfinishedWorkSeconds(),
@@ -293,7 +316,14 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
       resolve();
       return;
     }
-    elector.start({ onStartedLeading: resolve, onStoppedLeading: deps.onLostLeadership });
+    elector.start({
+      onStartedLeading: resolve,
+      onStoppedLeading: () => {
+        // close() aborts a running git command synchronously; its promise is not awaited: the process exits.
+        void writeBack.close();
+        deps.onLostLeadership();
+      },
+    });
   });
   const synced = Promise.all([cachesSynced, leading]).then(() => {
     if (stopped) return;
@@ -325,6 +355,7 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
     queue,
     reflectors,
     metrics,
+    writeBack,
     health: {
       ready: () => allSynced,
       unhealthy: () => {
@@ -346,6 +377,8 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
       ]);
       drainBound.abort();
       if (!drained) log.warn({ budgetMs: DRAIN_BUDGET_MS }, 'in-flight reconciles did not finish within the drain budget; stopping anyway');
+      // Open write-back batches resolve `stopped`, a running git command is aborted (its work dir removed).
+      await writeBack.close();
       // The last restarts' notifications get a moment, bounded well inside a pod's termination grace period.
       await notifications.close(3000);
       // Release the Lease after in-flight work, so the next leader starts from our last write.
