@@ -187,6 +187,10 @@ export interface ControllerConfig {
   readonly writeBackPluginNames: readonly string[];
   /** A Secret in `argocdNamespace` whose `sshSigningKey` signs write-back commits; `undefined` = unsigned. */
   readonly writeBackSigningSecret: string | undefined;
+  /** How long a write-back may keep failing (from the change) before the fallback. */
+  readonly writeBackFallbackAfter: DurationSetting;
+  /** What a change whose write-back failed for `writeBackFallbackAfter` gets: an in-cluster restart, or nothing. */
+  readonly writeBackFallback: WriteBackFallback;
   /** For each flag name, where its value came from. */
   readonly provenance: Readonly<Record<string, Provenance>>;
 }
@@ -270,6 +274,10 @@ export const TRACKING_METHODS = Object.freeze(['annotation', 'label', 'annotatio
 
 /** The log levels, most verbose first. */
 export const LOG_LEVELS = Object.freeze(['trace', 'debug', 'info', 'warn', 'error'] as const);
+
+/** What a change whose write-back keeps failing gets (`--write-back-fallback`). */
+export type WriteBackFallback = 'restart' | 'none';
+const WRITE_BACK_FALLBACKS = Object.freeze(['restart', 'none'] as const satisfies readonly WriteBackFallback[]);
 
 const RESTART_STRATEGIES = Object.freeze(['evict', 'rollout', 'none'] as const satisfies readonly RestartStrategy[]);
 const MODES = Object.freeze(['annotated', 'all'] as const satisfies readonly PolicyMode[]);
@@ -810,6 +818,20 @@ function writeBackFlags(): readonly ControllerFlagSpec[] {
       defaultText: 'none: commits are not signed',
       description: 'A Secret in --argocd-namespace whose sshSigningKey (an OpenSSH private key without passphrase) signs write-back commits (gpg.format=ssh). GPG keys are not supported yet.',
     }),
+    flag({
+      name: 'write-back-fallback-after',
+      type: 'duration',
+      range: positiveDuration,
+      default: '10m',
+      description: 'A write-back still failing (bad credentials, protected branch, refused source) this long after the change: a Warning Event, the driftless_writeback_push_failures_total metric, and --write-back-fallback.',
+    }),
+    flag({
+      name: 'write-back-fallback',
+      type: 'enum',
+      values: WRITE_BACK_FALLBACKS,
+      default: 'restart',
+      description: "What a change whose write-back keeps failing gets: restart (the workload's in-cluster strategy: evictions, or a Rollout's spec.restartAt) or none (recorded only).",
+    }),
     flag({ name: 'write-back-plugin-names', type: 'name-list', default: 'driftless-v1', description: "plugin.name values marking the Application source the plugin renders: the out-of-band file is written to that source's path." }),
   ];
 }
@@ -830,6 +852,8 @@ type WriteBackSettings = Pick<
   | 'writeBackApplications'
   | 'writeBackPluginNames'
   | 'writeBackSigningSecret'
+  | 'writeBackFallbackAfter'
+  | 'writeBackFallback'
 >;
 
 function readWriteBackSettings(read: Read, readOptional: ReadOptional): WriteBackSettings {
@@ -847,6 +871,8 @@ function readWriteBackSettings(read: Read, readOptional: ReadOptional): WriteBac
     writeBackApplications: readOptional('write-back-applications', asNameList) ?? [],
     writeBackPluginNames: read('write-back-plugin-names', asNameList),
     writeBackSigningSecret: readOptional('write-back-signing-secret', asObjectName),
+    writeBackFallbackAfter: read('write-back-fallback-after', asDuration),
+    writeBackFallback: read('write-back-fallback', asEnum) as WriteBackFallback,
   };
 }
 

@@ -268,8 +268,9 @@ describe('charts/driftless (helm)', () => {
     const documents = await helmTemplate(['--set', 'writeBack.enabled=true', '--set', 'writeBack.namespaces={shop,blog}', '--set', 'writeBack.applications={argocd/web}', '--set', 'writeBack.credentialsSecret=git-push', '--set', 'argocdSyncWindows=false']);
     assertWriteBackRole(documents, 'driftless-write-back', 'driftless', 'driftless');
     const args = container(only(documents, 'Deployment'))['args'] as string[];
-    for (const arg of ['--write-back-namespaces=shop,blog', '--write-back-applications=argocd/web', '--write-back-credentials-secret=git-push', '--write-back-batch-window=5s', '--argocd-sync-windows=false']) assert.ok(args.includes(arg), arg);
+    for (const arg of ['--write-back-namespaces=shop,blog', '--write-back-applications=argocd/web', '--write-back-credentials-secret=git-push', '--write-back-batch-window=5s', '--write-back-fallback-after=10m', '--write-back-fallback=restart', '--argocd-sync-windows=false']) assert.ok(args.includes(arg), arg);
     assert.match(await helmTemplateFails(['--set', 'writeBack.token=x']), /additional properties 'token' not allowed/);
+    assert.match(await helmTemplateFails(['--set', 'writeBack.fallback=evict']), /fallback/);
   });
 
   it('renders the hash key Secrets and the plugin\'s ConfigMap, which holds exactly manifests/plugin/plugin.yaml', async () => {

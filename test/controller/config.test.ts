@@ -96,6 +96,8 @@ describe('parseControllerConfig: defaults', () => {
       writeBackApplications: [],
       writeBackPluginNames: ['driftless-v1'],
       writeBackSigningSecret: undefined,
+      writeBackFallbackAfter: { ms: 600_000, text: '10m' },
+      writeBackFallback: 'restart',
       provenance: Object.fromEntries(CONTROLLER_FLAGS.map((spec) => [spec.name, 'default'])),
     });
   });
@@ -358,6 +360,10 @@ describe('parseControllerConfig: write-back flags', () => {
     assert.throws(() => parse(['--write-back-applications=a/b/c']), /--write-back-applications/);
     assert.throws(() => parse(['--write-back-push-attempts=0']), /--write-back-push-attempts/);
     assert.throws(() => parse(['--write-back-author-email=a <b>']), /--write-back-author-email/);
+    assert.equal(parse(['--write-back-fallback=none']).writeBackFallback, 'none');
+    assert.equal(parse(['--write-back-fallback-after=90s']).writeBackFallbackAfter.ms, 90_000);
+    assert.throws(() => parse(['--write-back-fallback=evict']), /--write-back-fallback/);
+    assert.throws(() => parse(['--write-back-fallback-after=0']), /--write-back-fallback-after/);
   });
 });
 
