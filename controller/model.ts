@@ -106,6 +106,8 @@ export interface WorkloadSummary extends ObjectRef {
   readonly references: readonly Reference[];
   /** The pod template carries `driftless.dev/config-hash` (the plugin rendered it). */
   readonly stamped: boolean;
+  /** Its value: a new one means Argo CD synced a new render (how a Git write-back knows its commit arrived). */
+  readonly configHash: string | undefined;
   readonly tracking: Tracking | undefined;
   /** The workload's own `driftless.dev/*` and Reloader strategy annotations, raw. */
   readonly annotations: Readonly<Record<string, string>>;

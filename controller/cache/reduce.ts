@@ -333,6 +333,7 @@ export function reduceWorkload(type: { readonly apiVersion: string; readonly kin
     policyManifest,
     references: Object.freeze(template === undefined ? [] : findReferences(template['spec'])),
     stamped: Object.hasOwn(templateAnnotations, HASH_ANNOTATION),
+    configHash: optionalString(templateAnnotations[HASH_ANNOTATION]),
     tracking: readTracking(raw, type, tracking),
     annotations: stringRecord(metadata['annotations'], ownAnnotation),
     templateRestartedAt: templateAnnotations[BOOKKEEPING.templateRestartedAt],

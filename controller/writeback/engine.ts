@@ -227,10 +227,16 @@ export function createWriteBack(settings: WriteBackSettings, deps: WriteBackDeps
   return {
     submit(request: WriteBackRequest): Promise<WriteBackResult> {
       const now = deps.clock.now();
+      // A refusal is the Application's latest status too: the restart path and explain read it from there.
+      const refuse = (result: WriteBackResult & { status: 'refused' }): Promise<WriteBackResult> => {
+        const application = { namespace: request.application.metadata.namespace ?? '', name: request.application.metadata.name };
+        statuses.set(appKey(application.namespace, application.name), Object.freeze({ application, state: 'refused', repo: '', branch: '', configs: request.configs, submittedAt: now, result }));
+        return Promise.resolve(result);
+      };
       const target = resolveWriteTarget(request.application, settings.sourceOptions);
-      if (isRefusal(target)) return Promise.resolve(Object.freeze({ status: 'refused', reason: target.refused, message: target.message, at: now }));
+      if (isRefusal(target)) return refuse(Object.freeze({ status: 'refused', reason: target.refused, message: target.message, at: now }));
       const invalid = requestProblem(request.configs);
-      if (invalid !== undefined) return Promise.resolve(Object.freeze({ status: 'refused', reason: 'invalid-request', message: invalid, at: now }));
+      if (invalid !== undefined) return refuse(Object.freeze({ status: 'refused', reason: 'invalid-request', message: invalid, at: now }));
       if (closed) return Promise.resolve({ status: 'failed', error: { kind: 'stopped', message: 'the write-back is stopped' }, at: now });
       const repoKey = normaliseGitUrl(target.repoURL);
       const key = `${repoKey}\u0000${target.baseBranch ?? 'HEAD'}\u0000${target.writeBranch ?? ''}`;
