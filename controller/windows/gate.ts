@@ -65,3 +65,33 @@ function windowText(window: CompiledWindow): string {
   const { schedule, duration, timeZone } = window.spec;
   return `spec.syncWindows[${window.index}] (schedule ${JSON.stringify(schedule)}, duration ${duration || '""'}${timeZone === '' ? '' : `, time zone ${timeZone}`})`;
 }
+
+/** What `windowHold` reads: the gate's inputs, and whether the restart has acted yet. */
+export interface WindowHoldInput {
+  readonly app: Pick<ApplicationSummary, 'name' | 'project' | 'destination'> | undefined;
+  readonly project: AppProjectSummary | undefined;
+  readonly now: number;
+  /** The restart has not acted yet (argocd-sync.ts `restartNotActed`): no eviction, no restartAt or template written. */
+  readonly notActed: boolean;
+}
+
+/** A restart held by the sync windows: why (for the one Event), and until when (`undefined`: no end known). */
+export interface WindowHold {
+  readonly reason: string;
+  readonly until: number | undefined;
+  /** The AppProject holding it. */
+  readonly project: string;
+}
+
+/**
+ * The sync windows' hold on an in-cluster restart (ADR 0015): only a restart
+ * that has not acted yet is held — one already evicting, or whose
+ * `spec.restartAt` is written, is not stopped half-way. `undefined`: go on.
+ */
+export function windowHold(input: WindowHoldInput): WindowHold | undefined {
+  if (!input.notActed) return undefined;
+  const gate = windowGate(input.app, input.project, input.now);
+  if (gate.open) return undefined;
+  const until = gate.heldUntil === undefined ? 'with no open window known ahead' : `until ${new Date(gate.heldUntil).toISOString().replace(/\.\d{3}Z$/, 'Z')}`;
+  return Object.freeze({ reason: `${gate.window}: the restart waits ${until}`, until: gate.heldUntil, project: input.project?.name ?? '' });
+}

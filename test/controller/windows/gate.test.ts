@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { reduceApplication, reduceAppProject } from '../../../controller/cache/reduce.ts';
 import { ClusterView } from '../../../controller/cache/cluster-view.ts';
-import { windowGate } from '../../../controller/windows/gate.ts';
+import { windowGate, windowHold } from '../../../controller/windows/gate.ts';
 import { workload } from '../support/summaries.ts';
 
 const at = (iso: string): number => Date.parse(iso);
@@ -117,5 +117,31 @@ describe('ClusterView: AppProjects', () => {
     const before = reduceApplication(rawApp('shop-api', 'default'), 'argocd');
     view.applicationChanged(undefined, before);
     assert.deepEqual(view.applicationChanged(before, reduceApplication(rawApp('shop-api', 'prod'), 'argocd')), ['Deployment/prod/web']);
+  });
+});
+
+describe('windowHold', () => {
+  const shop = reduceApplication(rawApp('shop-api', 'prod'), 'argocd');
+  const deny = reduceAppProject(rawProject('prod', [NIGHT_DENY]));
+
+  it('holds a restart that has not acted yet, saying until when', () => {
+    const hold = windowHold({ app: shop, project: deny, now: at('2026-12-02T23:30:00Z'), notActed: true });
+    assert.deepEqual(hold, {
+      reason: 'deny window spec.syncWindows[0] (schedule "0 22 * * *", duration 8h, time zone Europe/Berlin) of AppProject prod is active: the restart waits until 2026-12-03T05:00:00Z',
+      until: at('2026-12-03T05:00:00Z'),
+      project: 'prod',
+    });
+  });
+
+  it('never stops a restart half-way, and lets everything through when the window is open', () => {
+    assert.equal(windowHold({ app: shop, project: deny, now: at('2026-12-02T23:30:00Z'), notActed: false }), undefined);
+    assert.equal(windowHold({ app: shop, project: deny, now: at('2026-12-02T12:00:00Z'), notActed: true }), undefined);
+  });
+
+  it('an invalid window holds with no end known', () => {
+    const broken = reduceAppProject(rawProject('prod', [{ ...NIGHT_DENY, duration: 'forever' }]));
+    const hold = windowHold({ app: shop, project: broken, now: at('2026-12-02T12:00:00Z'), notActed: true });
+    assert.equal(hold?.until, undefined);
+    assert.match(hold?.reason ?? '', /: the restart waits with no open window known ahead$/);
   });
 });
