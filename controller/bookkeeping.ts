@@ -80,3 +80,12 @@ export function formatTime(ms: number): string {
 export function restartTimeFor(seenAt: number): number {
   return Math.ceil(seenAt / 1000) * 1000;
 }
+
+/**
+ * The restart time for content the API server wrote at `writtenAt` (a managedFields time: whole seconds,
+ * truncated, so the write happened within the second after it): the next whole second, so a pod created in
+ * the same second as the write (its creationTimestamp truncated the same way) counts as created before T.
+ */
+export function restartTimeForWrite(writtenAt: number): number {
+  return Math.floor(writtenAt / 1000) * 1000 + 1000;
+}

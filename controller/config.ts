@@ -126,6 +126,10 @@ export interface ControllerConfig {
   readonly evictionBlockedWarning: DurationSetting;
   /** How often restarts in progress are rechecked. */
   readonly restartCheckInterval: DurationSetting;
+  /** A warning when this clock seems further than this from the API server's. */
+  readonly maxClockSkew: DurationSetting;
+  /** A restart without progress this long is halted and gives its slot back; 0: never. */
+  readonly restartProgressDeadline: DurationSetting;
   /** How Argo CD tracks its objects, to tell in-band configs from out-of-band ones. */
   readonly argocdTrackingMethod: TrackingMethod;
   /** The label key of Argo CD's label tracking (`application.instanceLabelKey`). */
@@ -473,6 +477,22 @@ export const CONTROLLER_FLAGS: readonly ControllerFlagSpec[] = Object.freeze([
     description: 'A restart blocked by a PodDisruptionBudget (429) for longer than this gets a Warning Event.',
   }),
   flag({
+    name: 'restart-progress-deadline',
+    type: 'duration',
+    range: { min: 0, max: MAX_DURATION_MS },
+    default: '10m',
+    description:
+      'A restart whose pods do not move for this long while it waits on the workload (its rollout, unschedulable replacements, a Rollout\'s status.restartedAt) is halted with a Warning Event and gives its --max-concurrent-restarts slot back (0 = never).',
+  }),
+  flag({
+    name: 'max-clock-skew',
+    type: 'duration',
+    range: positiveDuration,
+    default: '2s',
+    description:
+      'A warning is logged when this clock seems further than this from the API server\'s (learnt from the times of fresh writes; driftless_clock_offset_seconds). Restarts use the API server\'s clock either way.',
+  }),
+  flag({
     name: 'restart-check-interval',
     type: 'duration',
     range: positiveDuration,
@@ -720,6 +740,8 @@ export function parseControllerConfig(argv: readonly string[], env: Env): Contro
     watchSilenceTimeout: read('watch-silence-timeout', asDuration),
     evictionBlockedWarning: read('eviction-blocked-warning', asDuration),
     restartCheckInterval: read('restart-check-interval', asDuration),
+    restartProgressDeadline: read('restart-progress-deadline', asDuration),
+    maxClockSkew: read('max-clock-skew', asDuration),
     argocdTrackingMethod: read('argocd-tracking-method', asEnum) as TrackingMethod,
     argocdTrackingLabel: read('argocd-tracking-label', asLabelKey),
     argocdNamespace: read('argocd-namespace', asSingleNamespace),

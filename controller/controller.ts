@@ -8,11 +8,11 @@
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import type { HashKey } from '../core/index.ts';
-import { ClusterView } from './cache/cluster-view.ts';
+import { ClusterView, workloadKey } from './cache/cluster-view.ts';
 import { reduceAppProject, reduceApplication, reduceConfig, reducePod, reduceProviderPodStatus, reduceReplicaSet, reduceWorkload, type TrackingOptions } from './cache/reduce.ts';
 import type { Clock } from './clock.ts';
 import type { ControllerConfig } from './config.ts';
-import { createEventRecorder } from './events.ts';
+import { createEventRecorder, warningEvent } from './events.ts';
 import { createFleetMetrics, type FleetMetrics } from './fleet/metrics.ts';
 import { createKubeClient, loadKubeConfig, type KubeClient } from './kube/client.ts';
 import { sleep } from './clock.ts';
@@ -22,6 +22,9 @@ import { unfenced, type Fence } from './kube/fence.ts';
 import { createWrites, dryRunWrites, reportRejectedWrites, type Writes } from './kube/writes.ts';
 import type { HealthSources } from './http.ts';
 import { LeaderElector } from './leader.ts';
+import { ClockSkew } from './clock-skew.ts';
+import { RECORD_LABEL, isRecord, reduceRecord } from './record/record.ts';
+import { RecordCache, createRecordStore } from './record/store.ts';
 import { createMetrics, createWorkqueueMetrics, type ControllerMetrics, type WorkqueueHooks } from './metrics.ts';
 import { setUpNotifications } from './notify/setup.ts';
 import type { WebhookUrl } from './notify/url.ts';
@@ -130,10 +133,34 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
     if (rejected.startedRestart) restartStarts.refund();
     log.warn({ operation: rejected.operation, status: rejected.status, workload: rejected.workload === undefined ? undefined : `${rejected.workload.kind}/${rejected.workload.namespace}/${rejected.workload.name}` }, 'the API server refused a write');
     if (rejected.workload !== undefined) {
-      void events.warning(rejected.workload, 'WriteRejected', `the API server refused the ${rejected.operation} write (${rejected.status}): ${rejected.message}`);
+      void events.record(rejected.workload, warningEvent('WriteRejected', `the API server refused the ${rejected.operation} write (${rejected.status}): ${rejected.message}`));
     }
   });
   let fleetMetrics: FleetMetrics | undefined;
+  // The API server's clock, learnt from the times it writes (ADR 0007): T and pod creation times are on it.
+  const skew = new ClockSkew();
+  let skewWarnedAt = Number.NEGATIVE_INFINITY;
+  // Only writes the watches deliver after the first lists: a first list's objects are old, and with no fresh
+  // sample yet the youngest of them would pass for the offset (a false warning, evictions seconds late).
+  let sampling = false;
+  const observeWrite = (apiTimeMs: number): void => {
+    if (!sampling) return;
+    const now = clock.now();
+    skew.observe(apiTimeMs, now);
+    const { offsetUpperMs } = skew.reading(now);
+    // Above the bound in either direction, once per ten minutes: an upper bound below -bound is certainly behind.
+    if (Math.abs(offsetUpperMs) > config.maxClockSkew.ms && now - skewWarnedAt >= 10 * 60_000) {
+      skewWarnedAt = now;
+      log.warn({ offsetMs: offsetUpperMs, bound: config.maxClockSkew.text }, offsetUpperMs > 0
+        ? 'this clock may be ahead of the API server\'s (or every watch event arrives late): restarts wait for the API server\'s clock to reach T'
+        : 'this clock is behind the API server\'s: restarts use the API server\'s clock');
+    }
+  };
+  // Each workload's bookkeeping is copied to a record of its own, keyed by its UID, in the controller's
+  // namespace, so that a Replace=true sync of the workload does not lose a restart (ADR 0007).
+  const recordNamespace = config.leaderElectionNamespace ?? deps.defaultLeaseNamespace;
+  const recordCache = new RecordCache();
+  const records = config.dryRun ? undefined : createRecordStore({ client, cache: recordCache, namespace: recordNamespace, log, fence, timeoutMs: writeTimeoutMs });
   // The Git write-back: credentials read on demand in Argo CD's namespace only, each request with the
   // client's deadline; nothing runs until the restart path submits. Its pushes are writes like any other:
   // a lost Lease aborts a running git command at once (close), before the process exits.
@@ -162,6 +189,7 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
       checkIntervalMs: config.restartCheckInterval.ms,
       maxConcurrentRestarts: config.maxConcurrentRestarts,
       blockedWarningMs: config.evictionBlockedWarning.ms,
+      progressDeadlineMs: config.restartProgressDeadline.ms,
       fleet: {
         minRestartIntervalMs: config.minRestartInterval.ms,
         pausePeriodMs: config.pausePeriod.ms,
@@ -174,6 +202,8 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
     },
     // A workload that finds no token is requeued for when the next one accrues: a worker never waits.
     startLimiter: { tryTake: () => restartStarts.tryTake(), retryAfterMs: Math.ceil(1000 / config.restartRate) },
+    skew,
+    ...(records === undefined ? {} : { records }),
     get metrics() {
       return metrics;
     },
@@ -236,14 +266,25 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
     reflectors.push(reflector as Reflector<unknown>);
   }
 
+  watch(OTHER_RESOURCES.configMaps, recordNamespace, { labelSelector: RECORD_LABEL, reduce: (raw) => reduceRecord(raw), offWhenForbidden: true }, (previous, next) => {
+    recordCache.changed(previous, next);
+    // A record that arrives after its workload (or changed by hand) is read at the workload's next reconcile.
+    const workload = next?.workload ?? previous?.workload;
+    if (workload !== undefined) enqueue([workloadKey(workload.kind, workload.namespace, workload.name)]);
+  });
   for (const namespace of scopes) {
     const configSelector = config.resourceLabelSelector?.text;
     for (const kind of ['ConfigMap', 'Secret'] as const) {
       watch<ConfigSummary>(kind === 'ConfigMap' ? OTHER_RESOURCES.configMaps : OTHER_RESOURCES.secrets, namespace, {
         labelSelector: configSelector,
         fieldSelector: kind === 'Secret' ? HELM_RELEASE_FIELD_SELECTOR : undefined,
-        reduce: (raw, previous) => reduceConfig(kind, raw, previous, { key: deps.hashKey, tracking, now: clock.now() }),
-      }, (previous, next) => enqueue(view.configChanged(previous, next)));
+        // The restart records are the controller's own, never a config a workload could select.
+        reduce: (raw, previous) => (kind === 'ConfigMap' && isRecord(raw) ? undefined : reduceConfig(kind, raw, previous, { key: deps.hashKey, tracking, now: clock.now() })),
+      }, (previous, next) => {
+        // A content change the watch delivers now: its write time is a fresh sample of the API server's clock.
+        if (previous !== undefined && next?.changedAt !== undefined && next.changedAt !== previous.changedAt) observeWrite(next.changedAt);
+        enqueue(view.configChanged(previous, next));
+      });
     }
     for (const kind of Object.keys(WORKLOAD_RESOURCES) as WorkloadKindName[]) {
       watch(WORKLOAD_RESOURCES[kind], namespace, { reduce: (raw) => reduceWorkload({ apiVersion: apiVersionOf(WORKLOAD_RESOURCES[kind]), kind }, raw, tracking) }, (previous, next) => enqueue(view.workloadChanged(previous, next)));
@@ -251,6 +292,8 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
     watch(OTHER_RESOURCES.replicaSets, namespace, { reduce: (raw) => reduceReplicaSet(raw) }, (previous, next) => view.replicaSetChanged(previous, next));
     watch(OTHER_RESOURCES.pods, namespace, { reduce: (raw) => reducePod(raw) }, (previous, next) => {
       const key = view.podChanged(previous, next);
+      // A pod the API server just created (old pods of a first list only give larger samples, never a lower bound).
+      if (previous === undefined && next !== undefined) observeWrite(next.createdAt);
       if (next === undefined && previous !== undefined) reconciler.podGone(previous.uid);
       // Pod events only matter to a restart in progress: they pace the next eviction.
       if (key !== undefined && reconciler.isRestarting(key)) queue.add(key);
@@ -293,6 +336,7 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
     restartsInProgress: () => reconciler.restartingCount,
     cacheSizes: () => ({ workloads: view.workloadCount, configs: view.configCount, pods: view.podCount }),
     isLeader: () => elector === undefined || elector.isLeader,
+    clockOffsetSeconds: () => skew.reading(clock.now()).offsetUpperMs / 1000,
   });
   fleetMetrics = createFleetMetrics(metrics.registry, () => reconciler.breakerOpen);
   writeBackMetrics = createWriteBackMetrics(metrics.registry);
@@ -308,6 +352,7 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
   let allSynced = false;
   const cachesSynced = Promise.all(reflectors.map((r) => r.whenSynced())).then(() => {
     allSynced = !stopped;
+    sampling = true;
     if (allSynced) log.info({ workloads: view.workloadCount, configs: view.configCount, pods: view.podCount }, 'caches synced');
   });
   // Standbys keep their caches warm; only the leader (or the only replica) reconciles and writes.

@@ -13,7 +13,7 @@
  * (true with the defaults: plugin `all`, controller `annotated`).
  */
 import { ANNOTATIONS, CONFIG_KINDS, decide as decidePolicy, namedMatch, readWorkloadPolicy, type ConfigKind, type PolicyDecision, type PolicyMode } from '../core/index.ts';
-import { ABSENT, BOOKKEEPING, RELOADER_ROLLOUT_STRATEGY, configKey, restartTimeFor, type DigestMap } from './bookkeeping.ts';
+import { ABSENT, BOOKKEEPING, RELOADER_ROLLOUT_STRATEGY, configKey, restartTimeFor, restartTimeForWrite, type DigestMap } from './bookkeeping.ts';
 import type { ConfigSummary, RestartStrategy, WorkloadSummary } from './model.ts';
 
 /** Read access to the config caches of one namespace. */
@@ -126,7 +126,14 @@ export type Verdict =
  * for, and a config that disappeared restarts nothing (new pods could not
  * start with it either). T is the latest first sight of the changed contents.
  */
-export function compareDigests(recorded: DigestMap | undefined, current: DigestMap, seenAt: (key: string) => number, now: number, debounceMs: number): Verdict {
+export function compareDigests(
+  recorded: DigestMap | undefined,
+  current: DigestMap,
+  seenAt: (key: string) => number,
+  now: number,
+  debounceMs: number,
+  writtenAt: (key: string) => number | undefined = () => undefined,
+): Verdict {
   // A workload that selects no out-of-band config gets no bookkeeping at all: in mode `annotated` that is
   // every workload nobody opted in, and a write would bump each Deployment's generation for nothing.
   if (recorded === undefined) return Object.keys(current).length === 0 ? { action: 'none' } : { action: 'record', why: 'first-sight' };
@@ -139,7 +146,13 @@ export function compareDigests(recorded: DigestMap | undefined, current: DigestM
   if (changed.length > 0) {
     const latest = Math.max(...changed.map(seenAt));
     if (now - latest < debounceMs) return { action: 'debounce', afterMs: debounceMs - (now - latest), changed };
-    return { action: 'restart', restartAt: restartTimeFor(latest), changed };
+    // T on the API server's clock where the write says when it happened (pods' creation times are on that
+    // clock too); the controller's first sight only for content without managedFields (ADR 0007).
+    const restartAt = Math.max(...changed.map((key) => {
+      const written = writtenAt(key);
+      return written === undefined ? restartTimeFor(seenAt(key)) : restartTimeForWrite(written);
+    }));
+    return { action: 'restart', restartAt, changed };
   }
   const sameKeys = Object.keys(recorded).length === Object.keys(current).length && Object.keys(current).every((key) => recorded[key] === current[key]);
   return sameKeys ? { action: 'none' } : { action: 'record', why: 'set-changed' };

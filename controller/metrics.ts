@@ -14,6 +14,8 @@ export interface MetricSources {
   restartsInProgress(): number;
   cacheSizes(): Readonly<Record<string, number>>;
   isLeader(): boolean;
+  /** The upper bound of (this clock − the API server's) in seconds, learnt from fresh writes; absent: not exported. */
+  clockOffsetSeconds?(): number;
 }
 
 /** The metrics, typed. Label values are kinds, namespaces, strategies and resources: never a config's name or value. */
@@ -24,6 +26,8 @@ export interface ControllerMetrics {
   readonly restartsFailed: Counter<'kind' | 'namespace' | 'strategy'>;
   readonly restartsBlocked: Counter<'kind' | 'namespace' | 'strategy'>;
   readonly restartsSkipped: Counter<'kind' | 'namespace' | 'reason'>;
+  /** Restarts halted by --restart-progress-deadline; `cause` is what they waited for (a WaitCause of controller/restart/step.ts). */
+  readonly restartsStalled: Counter<'kind' | 'namespace' | 'strategy' | 'cause'>;
   readonly evictions: Counter<'namespace' | 'outcome'>;
   readonly reconcileSeconds: Histogram<'result'>;
   readonly changeToRestartSeconds: Histogram<'kind'>;
@@ -47,6 +51,7 @@ export function createMetrics(sources: MetricSources): ControllerMetrics {
     restartsFailed: new Counter({ name: 'driftless_restarts_failed_total', help: 'Restart steps that failed with an API error.', labelNames: restartLabels, registers: [registry] }),
     restartsBlocked: new Counter({ name: 'driftless_restarts_blocked_total', help: 'Restart steps refused (PodDisruptionBudget 429, several PDBs).', labelNames: restartLabels, registers: [registry] }),
     restartsSkipped: new Counter({ name: 'driftless_restarts_skipped_total', help: 'Changes that restarted nothing (strategy none, CronJob, pending update revision).', labelNames: ['kind', 'namespace', 'reason'] as const, registers: [registry] }),
+    restartsStalled: new Counter({ name: 'driftless_restarts_progress_deadline_exceeded_total', help: 'Restarts halted after no progress within --restart-progress-deadline, by what they waited for.', labelNames: ['kind', 'namespace', 'strategy', 'cause'] as const, registers: [registry] }),
     evictions: new Counter({ name: 'driftless_evictions_total', help: 'Eviction requests, by outcome (evicted, gone, blocked = 429, refused = 500).', labelNames: ['namespace', 'outcome'] as const, registers: [registry] }),
     reconcileSeconds: new Histogram({ name: 'driftless_reconcile_duration_seconds', help: 'Time of one reconcile of one workload.', labelNames: ['result'] as const, buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5], registers: [registry] }),
     changeToRestartSeconds: new Histogram({ name: 'driftless_change_to_restart_seconds', help: 'From first sight of new content to the restart start (includes the debounce).', labelNames: ['kind'] as const, buckets: [0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 300], registers: [registry] }),
@@ -66,6 +71,14 @@ export function createMetrics(sources: MetricSources): ControllerMetrics {
     },
   });
   new Gauge({ name: 'driftless_leader', help: '1 while this replica holds the leader Lease (or runs without leader election).', registers: [registry], collect() { this.set(sources.isLeader() ? 1 : 0); } });
+  if (sources.clockOffsetSeconds !== undefined) {
+    new Gauge({
+      name: 'driftless_clock_offset_seconds',
+      help: 'Upper bound of this clock minus the API server\'s (fresh writes\' times vs their arrival; includes watch latency and up to 1 s of truncation). Negative: this clock is behind.',
+      registers: [registry],
+      collect() { this.set(sources.clockOffsetSeconds?.() ?? 0); },
+    });
+  }
   return metrics;
 }
 

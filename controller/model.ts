@@ -53,6 +53,12 @@ export interface ConfigSummary extends ObjectRef {
   readonly digest: string;
   /** Epoch ms when the controller first saw this digest (for content present at start: the start). */
   readonly seenAt: number;
+  /**
+   * The API server's time (epoch ms, whole seconds, truncated) of the write that brought this content: the
+   * newest managedFields `time` of a manager owning the data; `undefined` when the object has no
+   * managedFields (ADR 0007: then T falls back to the controller's clock).
+   */
+  readonly changedAt?: number | undefined;
 }
 
 /** The workload kinds the controller knows. */

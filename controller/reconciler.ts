@@ -15,16 +15,19 @@ import { ManifestError, type PolicyMode } from '../core/index.ts';
 import { BOOKKEEPING, formatDigestMap, formatTime, parseDigestMap, parseRestartAt } from './bookkeeping.ts';
 import { parseWorkloadKey, workloadKey, type ClusterView } from './cache/cluster-view.ts';
 import type { Clock } from './clock.ts';
-import { restartNotActed, rolloutUpdateWait, syncWait } from './argocd-sync.ts';
+import type { ClockSkew } from './clock-skew.ts';
+import type { RecordStore } from './record/store.ts';
+import { syncWait } from './argocd-sync.ts';
 import { compareDigests, outOfBandDigests, resolveStrategy, selectConfigs, type ResolvedStrategy } from './decide.ts';
-import type { EventRecorder } from './events.ts';
+import { normalEvent, warningEvent, type EventConfig, type EventRecorder } from './events.ts';
 import type { FleetMetrics } from './fleet/metrics.ts';
-import { FLEET_ANNOTATIONS, breakerState, cooldownFor, cooldownRemaining, formatHalt, healthGate, parseHalt, type BreakerState, type FleetOptions } from './fleet/safety.ts';
+import { FLEET_ANNOTATIONS, breakerState, cooldownFor, cooldownRemaining, formatHalt, parseHalt, type BreakerState, type FleetOptions } from './fleet/safety.ts';
 import type { ControllerMetrics } from './metrics.ts';
 import type { PodSummary, RestartStrategy, WorkloadSummary } from './model.ts';
 import type { ProcessResult } from './queue.ts';
-import { planEvictions, restartWarnings } from './restart/evict-plan.ts';
+import { restartWarnings } from './restart/evict-plan.ts';
 import { isStalePod, isTerminalPod } from './restart/stale-pods.ts';
+import { expiredSyncWait, nextStep, type RestartInput, type RestartStep, type WaitCause } from './restart/step.ts';
 import type { OwnFields, Writes } from './kube/writes.ts';
 
 /** The reconcile settings from the configuration. */
@@ -44,6 +47,12 @@ export interface ReconcileOptions {
    * in memory and read back, and a restart reports every eviction at once.
    */
   readonly dryRun?: boolean;
+  /**
+   * `--restart-progress-deadline`: a restart whose pods have not moved for this long while it waits on the
+   * workload (its rollout, availability, replacements, Argo Rollouts) is halted with a Warning and gives its
+   * slot back; 0 or absent: never.
+   */
+  readonly progressDeadlineMs?: number;
   /**
    * `--argocd-sync-wait`: a restart about to act holds this long at most, from
    * T, while the workload's Argo CD Application is about to roll it (ADR 0011);
@@ -72,7 +81,24 @@ export interface ReconcilerDeps {
   readonly fleetMetrics?: FleetMetrics;
   /** `--restart-rate`/`--restart-burst`; absent: no limit. */
   readonly startLimiter?: StartLimiter;
+  /**
+   * The restart records (controller/record/): a copy of each workload's bookkeeping keyed by its UID, which
+   * a Replace=true sync of the workload does not remove; absent: the annotations only.
+   */
+  readonly records?: RecordStore;
+  /** The API server's clock as learnt from the watches; absent: the clocks are taken to agree. */
+  readonly skew?: ClockSkew;
 }
+
+/** Waits that hold a restart before it acts: a `--dry-run` restart reports its evictions only past them. */
+const HOLDS_BEFORE_ACTING: ReadonlySet<WaitCause> = new Set<WaitCause>(['argocd-sync', 'rollout-update', 'breaker']);
+
+/**
+ * Waits the progress deadline applies to: the restart waits on the workload itself, which may never move.
+ * Not the bounded ones (sync wait, T ahead), not the breaker's pause, and not a PodDisruptionBudget's 429
+ * (that restart already holds no slot, is retried, and has its own Warning).
+ */
+const DEADLINE_CAUSES: ReadonlySet<WaitCause> = new Set<WaitCause>(['rollout-in-progress', 'availability', 'replacements', 'restarted-at', 'template-rollout']);
 
 /** How long an evicted pod's UID is remembered while the watch has not yet shown its deletion. */
 const EVICTED_MEMORY_MS = 5 * 60_000;
@@ -100,6 +126,10 @@ export class Reconciler {
   /** Halts we wrote that the cache may not show yet, with the resourceVersion they were based on. */
   readonly #pendingHalts = new Map<string, { readonly at: number; readonly basedOn: string }>();
   #breaker: { readonly at: number; readonly state: BreakerState } | undefined;
+  /** Per restart in progress: what its pods looked like when they last moved, and when. */
+  readonly #lastProgress = new Map<string, { readonly restartAt: number; readonly marker: string; readonly at: number }>();
+  /** Restarts halted by the progress deadline and their pods then: no slot; pods that move resume them. */
+  readonly #stalled = new Map<string, { readonly restartAt: number; readonly marker: string }>();
   /** Per workload, the T whose wait for Argo CD was announced (and whether its bound expired): one Event each. */
   readonly #syncWaits = new Map<string, { readonly restartAt: number; expired: boolean }>();
 
@@ -129,12 +159,18 @@ export class Reconciler {
 
   /** One reconcile of one workload. */
   async reconcile(key: string): Promise<ProcessResult> {
-    const { view, options, clock } = this.#deps;
-    const workload = this.#withShadow(key, view.workload(key));
+    const { view, options, clock, records } = this.#deps;
+    let workload = this.#withShadow(key, view.workload(key));
+    const { kind: keyKind, namespace: keyNamespace, name: keyName } = parseWorkloadKey(key);
+    if (records !== undefined && options.dryRun !== true && records.hasStale(keyKind, keyNamespace, keyName, workload?.uid)) {
+      // The workload was deleted (or deleted and created again, a new UID): its old record says nothing now.
+      await records.forget(keyKind, keyNamespace, keyName, workload?.uid);
+    }
     if (workload === undefined || !this.#deps.inScope(workload.namespace)) {
       this.#finish(key);
       return undefined;
     }
+    workload = await this.#withRecord(key, workload);
     const source = workload.workloadRef === undefined ? workload : view.workload(workloadKey(workload.workloadRef.kind, workload.namespace, workload.workloadRef.name));
     // A Rollout whose borrowed Deployment is not cached yet: the Deployment's arrival enqueues it.
     if (source === undefined) return undefined;
@@ -143,17 +179,18 @@ export class Reconciler {
       selection = selectConfigs(workload, source, view.configLookup(workload.namespace), options.mode);
     } catch (error) {
       if (!(error instanceof ManifestError)) throw error;
-      await this.#deps.events.warning(workload, 'PolicyError', error.message);
+      await this.#deps.events.record(workload, warningEvent('PolicyError', error.message));
       return undefined;
     }
     const now = clock.now();
     const current = outOfBandDigests(selection);
     const recorded = parseDigestMap(workload.annotations[BOOKKEEPING.restartedFor]);
     let restartAt = parseRestartAt(workload.annotations[BOOKKEEPING.restartAt]);
-    const seenAt = (configKey: string): number => selection.configs.find((c) => `${c.kind}/${c.name}` === configKey)?.summary?.seenAt ?? now;
-    const verdict = compareDigests(recorded, current, seenAt, now, options.debounceMs);
+    const summaryOf = (configKey: string) => selection.configs.find((c) => `${c.kind}/${c.name}` === configKey)?.summary;
+    const seenAt = (configKey: string): number => summaryOf(configKey)?.seenAt ?? now;
+    const verdict = compareDigests(recorded, current, seenAt, now, options.debounceMs, (configKey) => summaryOf(configKey)?.changedAt);
     const { strategy, problem } = resolveStrategy(workload, options.defaultStrategy);
-    if (problem !== undefined) await this.#deps.events.warning(workload, 'RestartWarning', problem);
+    if (problem !== undefined) await this.#deps.events.record(workload, warningEvent('RestartWarning', problem));
     const halt = parseHalt(workload.annotations[FLEET_ANNOTATIONS.restartHalted]);
 
     switch (verdict.action) {
@@ -164,11 +201,11 @@ export class Reconciler {
         this.#deps.log.debug({ workload: key, why: verdict.why }, 'recorded the current config digests');
         break;
       case 'restart': {
-        const changed = verdict.changed.map((c) => `${c.replace('/', ' ')}`).join(', ');
+        const changed = changedConfigs(verdict.changed);
         if (strategy === 'record-only') {
           await this.#apply(workload, { restartedFor: formatDigestMap(current), restartAt: optionalTime(restartAt), templateRestartedAt: workload.templateRestartedAt });
           this.#deps.metrics?.restartsSkipped.inc({ kind: workload.kind, namespace: workload.namespace, reason: workload.kind === 'CronJob' ? 'cronjob' : 'strategy-none' });
-          await this.#deps.events.normal(workload, 'RestartSkipped', `${changed} changed; ${workload.kind === 'CronJob' ? 'a CronJob\'s next Job reads the new config' : 'restart-strategy none'}: recorded only`);
+          await this.#deps.events.record(workload, normalEvent('RestartSkipped', `${workload.kind === 'CronJob' ? 'a CronJob\'s next Job reads the new config' : 'restart-strategy none'}: recorded only`, changed));
           return undefined;
         }
         const held = await this.#holdStart(key, workload, changed, restartAt, halt, now);
@@ -190,8 +227,8 @@ export class Reconciler {
           metrics.reloaderReloadExecuted.inc({ success: 'true', namespace: workload.namespace });
           metrics.changeToRestartSeconds.observe({ kind: workload.kind }, Math.max(0, now - Math.max(...verdict.changed.map(seenAt))) / 1000);
         }
-        await this.#deps.events.normal(workload, 'RestartStarted', `${changed} changed: replacing the pods created before ${formatTime(restartAt)} (${describeStrategy(strategy)})`);
-        for (const warning of strategy === 'evict' ? restartWarnings(workload) : []) await this.#deps.events.warning(workload, 'RestartWarning', warning);
+        await this.#deps.events.record(workload, normalEvent('RestartStarted', `replacing the pods created before ${formatTime(restartAt)} (${describeStrategy(strategy)})`, changed));
+        for (const warning of strategy === 'evict' ? restartWarnings(workload) : []) await this.#deps.events.record(workload, warningEvent('RestartWarning', warning));
         break;
       }
       case 'none':
@@ -203,6 +240,30 @@ export class Reconciler {
       return undefined;
     }
     return this.#progress(key, workload, strategy, restartAt, now);
+  }
+
+  /**
+   * The workload's bookkeeping, made whole from its record: a workload without the annotations whose UID
+   * has a record was replaced as Git renders it (Argo CD Replace=true, kubectl replace), not created anew —
+   * the annotations are written back from the record and the restart in progress goes on. A workload with
+   * the annotations and no (or an older) record gets its record.
+   */
+  async #withRecord(key: string, workload: WorkloadSummary): Promise<WorkloadSummary> {
+    const { records, options, log } = this.#deps;
+    if (records === undefined || options.dryRun === true) return workload;
+    const restartedFor = workload.annotations[BOOKKEEPING.restartedFor];
+    if (restartedFor !== undefined) {
+      await records.write(workload, { restartedFor, restartAt: workload.annotations[BOOKKEEPING.restartAt] });
+      return workload;
+    }
+    const record = records.get(workload.uid);
+    if (record === undefined) return workload;
+    log.info({ workload: key, restartAt: record.restartAt }, 'the workload lost its bookkeeping annotations (replaced): restored from its record');
+    const fields: OwnFields = { restartedFor: record.restartedFor, restartAt: record.restartAt, templateRestartedAt: workload.templateRestartedAt };
+    await this.#apply(workload, fields);
+    // Decided from what was just written, over the newest cached version: the cache may already hold a later
+    // version of the replaced object (a status update) that does not show the write yet.
+    return withOwnFields(this.#deps.view.workload(key) ?? workload, { ...fields, restartHalted: workload.annotations[FLEET_ANNOTATIONS.restartHalted] });
   }
 
   /** Server-side apply of the controller's own fields, only when they differ from the live ones. */
@@ -218,6 +279,7 @@ export class Reconciler {
     const last = this.#lastApply.get(key);
     // Written already, and the watch has not delivered our write yet: writing again would be a wasted request.
     if (same || (last !== undefined && last.basedOn === workload.resourceVersion && last.fields === text)) return;
+    if (this.#deps.options.dryRun !== true) await this.#deps.records?.write(workload, { restartedFor: fields.restartedFor, restartAt: fields.restartAt });
     await this.#deps.writes.applyOwnFields(workload, fields);
     if (this.#deps.options.dryRun === true) {
       // Nothing was applied: the dry-run writes said what they would record.
@@ -228,90 +290,141 @@ export class Reconciler {
     this.#deps.log.debug({ workload: key, restartAt: fields.restartAt }, 'applied own fields');
   }
 
-  /** Moves a restart one step: the Rollout's restartAt, the template annotation, or the next paced evictions. */
-  async #progress(key: string, workload: WorkloadSummary, strategy: ResolvedStrategy, restartAt: number, now: number): Promise<ProcessResult> {
-    const { options } = this.#deps;
-    const held = await this.#holdForSync(key, workload, strategy, restartAt, now);
-    if (held !== undefined) return held;
-    if (strategy === 'restart-at') {
-      const restarted = parseRestartAt(workload.status.restartedAt);
-      if (restarted !== undefined && restarted >= restartAt) return this.#done(key, workload, restartAt);
-      this.#restarting.add(key);
-      const asked = parseRestartAt(workload.restartAt);
-      if (asked === undefined || asked < restartAt) await this.#deps.writes.patchRestartAt(workload, restartAt);
-      return { requeueAfterMs: options.checkIntervalMs };
+  /**
+   * Moves a restart one step: asks `nextStep` (controller/restart/step.ts) what to do, and does it. Nothing
+   * here decides; what it keeps is memory the cluster does not show yet (pods evicted, Events announced).
+   */
+  async #progress(key: string, workload: WorkloadSummary, strategy: Exclude<ResolvedStrategy, 'record-only'>, restartAt: number, now: number): Promise<ProcessResult> {
+    const { options, view } = this.#deps;
+    if (strategy === 'evict' && this.#dryRunFinished.get(key) === restartAt) return undefined;
+    const input: RestartInput = {
+      workload,
+      pods: view.podsOf(workload).map((pod) => this.#withEvictions(pod, now)),
+      restartAt,
+      strategy,
+      // T and the pods' creation and Ready times are the API server's: the step compares them with its clock.
+      now: this.#deps.skew?.apiNow(now) ?? now,
+      acting: this.#restarting.has(key),
+      app: view.applicationOf(workload),
+      syncWaitMs: options.argocdSyncWaitMs ?? 0,
+      healthGateTimeoutMs: (options.fleet ?? FLEET_OFF).healthGateTimeoutMs,
+      breakerOpen: () => this.#breakerAt(now).open,
+    };
+    const marker = progressMarker(workload, input.pods, restartAt);
+    const stalled = this.#stalled.get(key);
+    if (stalled !== undefined) {
+      // Halted by the progress deadline: it acts again only once its pods moved by themselves (or at a new T),
+      // and only with a free slot, as a start would.
+      if (stalled.restartAt === restartAt && stalled.marker === marker) return { requeueAfterMs: options.checkIntervalMs };
+      if (!this.#restarting.has(key) && this.#actingCount() >= options.maxConcurrentRestarts) return { requeueAfterMs: options.checkIntervalMs };
+      this.#stalled.delete(key);
+      this.#deps.log.info({ workload: key }, 'a stalled restart moved: resuming it');
     }
-    const pods = this.#deps.view.podsOf(workload).map((pod) => this.#withEvictions(pod, now));
-    if (this.#dryRunFinished.get(key) === restartAt) return undefined;
-    // The health gate judges the replacements of a restart this process is running, or one the pods show
-    // unfinished; a restart finished before a controller restart is not judged again (its pods may fail later
-    // for reasons of their own).
-    const gateTimeout = (options.fleet ?? FLEET_OFF).healthGateTimeoutMs;
-    const inProgress = this.#restarting.has(key) || pods.some((pod) => isStalePod(pod, restartAt));
-    const gate = gateTimeout > 0 && inProgress ? healthGate(pods, restartAt, now, gateTimeout) : { action: 'pass' as const };
-    if (gate.action === 'fail') return this.#halt(key, workload, strategy, gate.reason, now);
-    // Finished means the replacements are Ready too, so a replacement that never becomes Ready is gated.
-    const replacementsPending = gate.action === 'wait' && this.#restarting.has(key);
-    if (inProgress && this.#breakerAt(now).open) {
-      this.#restarting.add(key);
-      this.#deps.fleetMetrics?.restartsDeferred.inc({ cause: 'breaker' });
-      this.#deps.log.debug({ workload: key }, 'restart paused by the breaker');
-      return { requeueAfterMs: options.checkIntervalMs };
+    await this.#announceSyncWaitExpiry(key, workload, input);
+    let step = nextStep(input);
+    if (step.kind === 'set-template') {
+      await this.#apply(workload, { restartedFor: workload.annotations[BOOKKEEPING.restartedFor] ?? '{}', restartAt: formatTime(restartAt), templateRestartedAt: formatTime(restartAt) });
+      // Written: the same reconcile goes on from the annotation (a restart with no stale pod left is done now).
+      step = nextStep({ ...input, workload: { ...workload, templateRestartedAt: formatTime(restartAt) } });
     }
-    if (strategy === 'template') {
-      const formatted = formatTime(restartAt);
-      if (workload.templateRestartedAt !== formatted) {
-        await this.#apply(workload, { restartedFor: workload.annotations[BOOKKEEPING.restartedFor] ?? '{}', restartAt: formatted, templateRestartedAt: formatted });
-      }
-      if (!pods.some((pod) => isStalePod(pod, restartAt)) && !replacementsPending) return this.#done(key, workload, restartAt);
-      this.#restarting.add(key);
-      return { requeueAfterMs: options.checkIntervalMs };
+    // `--dry-run`: no pod goes away, so pacing would wait forever; every eviction the restart would make is reported at once.
+    const heldOrHalted = (step.kind === 'halt' && step.cause === 'health-gate') || (step.kind === 'wait' && HOLDS_BEFORE_ACTING.has(step.cause));
+    if (options.dryRun === true && strategy === 'evict' && !heldOrHalted) {
+      return this.#dryRunEvictions(key, workload, input.pods, restartAt, now);
     }
-    if (options.dryRun === true) return this.#dryRunEvictions(key, workload, pods, restartAt, now);
-    // T is the next whole second after the change (pod creation times have whole-second precision): a
-    // replacement created before T would count as stale, so evictions start at T, to the millisecond.
-    if (now < restartAt) {
-      this.#restarting.add(key);
-      return { requeueAfterMs: restartAt - now };
+    if (this.#deadlinePassed(key, step, restartAt, marker, now)) return this.#stall(key, workload, strategy, restartAt, step, input.pods, marker);
+    return this.#execute(key, workload, strategy, restartAt, now, step, input.now);
+  }
+
+  /**
+   * Whether the restart has waited on its workload, its pods unmoved, for `--restart-progress-deadline`.
+   * Any other step (an eviction, a write, a bounded or fleet-wide wait) starts the clock again.
+   */
+  #deadlinePassed(key: string, step: RestartStep, restartAt: number, marker: string, now: number): boolean {
+    const deadlineMs = this.#deps.options.progressDeadlineMs ?? 0;
+    const last = this.#lastProgress.get(key);
+    const waitsOnWorkload = step.kind === 'wait' && DEADLINE_CAUSES.has(step.cause);
+    if (deadlineMs <= 0 || !waitsOnWorkload || last === undefined || last.restartAt !== restartAt || last.marker !== marker) {
+      this.#lastProgress.set(key, { restartAt, marker, at: now });
+      return false;
     }
-    const plan = planEvictions({ workload, pods, restartAt, now });
-    switch (plan.action) {
+    return now - last.at >= deadlineMs;
+  }
+
+  /** The progress deadline passed: the restart stops acting, gives its slot back, and says why. */
+  async #stall(key: string, workload: WorkloadSummary, strategy: ResolvedStrategy, restartAt: number, step: RestartStep, pods: readonly PodSummary[], marker: string): Promise<ProcessResult> {
+    const { options, log } = this.#deps;
+    this.#finish(key);
+    this.#stalled.set(key, { restartAt, marker });
+    this.#lastProgress.delete(key);
+    const cause = step.kind === 'wait' ? step.cause : step.kind;
+    this.#deps.metrics?.restartsStalled.inc({ kind: workload.kind, namespace: workload.namespace, strategy, cause });
+    const why = stallReason(step, pods, restartAt);
+    log.warn({ workload: key, cause, reason: why }, 'restart halted: no progress within --restart-progress-deadline');
+    const deadline = `${Math.round((options.progressDeadlineMs ?? 0) / 1000)}s`;
+    await this.#deps.events.record(workload, warningEvent('RestartProgressDeadlineExceeded',
+      `the restart at ${formatTime(restartAt)} made no progress for ${deadline} (--restart-progress-deadline): ${why}; it holds no restart slot now and resumes once its pods move, or at the next change`));
+    return { requeueAfterMs: options.checkIntervalMs };
+  }
+
+  /** Does what a step says. */
+  async #execute(key: string, workload: WorkloadSummary, strategy: ResolvedStrategy, restartAt: number, now: number, step: RestartStep, apiNow: number): Promise<ProcessResult> {
+    const { options, events, log } = this.#deps;
+    switch (step.kind) {
       case 'done':
-        // The planner is done once the last stale pod is being deleted; the restart is finished when it is gone.
-        // Not isStalePod on purpose: a pod from before T that is still being deleted keeps the restart open.
-        if (pods.some((pod) => pod.createdAt < restartAt && !isTerminalPod(pod)) || replacementsPending) return { requeueAfterMs: options.checkIntervalMs };
         return this.#done(key, workload, restartAt);
-      case 'skip':
+      case 'halt':
+        if (step.cause === 'health-gate') return this.#halt(key, workload, strategy, step.reason, now);
         this.#finish(key);
         this.#deps.metrics?.restartsSkipped.inc({ kind: workload.kind, namespace: workload.namespace, reason: 'pending-revision' });
-        await this.#deps.events.warning(workload, 'RestartSkipped', plan.reason);
+        await events.record(workload, warningEvent('RestartSkipped', step.reason));
         return undefined;
+      case 'set-restart-at':
+        this.#restarting.add(key);
+        await this.#deps.writes.patchRestartAt(workload, step.restartAt);
+        return { requeueAfterMs: options.checkIntervalMs };
+      case 'set-template':
+        // Written just above; the cache shows it on the next reconcile.
+        this.#restarting.add(key);
+        return { requeueAfterMs: options.checkIntervalMs };
       case 'wait':
         this.#restarting.add(key);
-        this.#deps.log.debug({ workload: key, reason: plan.reason }, 'restart waiting');
+        if (step.cause === 'argocd-sync') {
+          const announced = this.#syncWaits.get(key);
+          if (announced?.restartAt !== restartAt) {
+            this.#syncWaits.set(key, { restartAt, expired: false });
+            await events.record(workload, normalEvent('RestartWaitingForSync', `${step.reason}: its sync replaces the pods, so the restart at ${formatTime(restartAt)} waits for it (at most ${this.#syncWaitBound()})`));
+          }
+        }
+        if (step.cause === 'breaker') this.#deps.fleetMetrics?.restartsDeferred.inc({ cause: 'breaker' });
+        log.debug({ workload: key, cause: step.cause, reason: step.reason }, 'restart waiting');
+        // T ahead is waited for to the millisecond; the sync wait is looked at again at its bound at the latest.
+        if (step.cause === 'restart-time' && step.until !== undefined) return { requeueAfterMs: step.until - apiNow };
+        if (step.cause === 'argocd-sync' && step.until !== undefined) return { requeueAfterMs: Math.max(1, Math.min(options.checkIntervalMs, step.until - apiNow)) };
         return { requeueAfterMs: options.checkIntervalMs };
-      case 'evict': {
+      case 'evict':
         this.#restarting.add(key);
-        for (const pod of plan.pods) {
+        for (const pod of step.pods) {
           const { outcome, message } = await this.#deps.writes.evict(pod);
           this.#deps.metrics?.evictions.inc({ namespace: pod.namespace, outcome });
           if (outcome === 'evicted' || outcome === 'gone') {
             this.#evicted.set(pod.uid, now);
             this.#blockedSince.delete(key);
-            this.#deps.log.info({ workload: key, pod: pod.name }, 'evicted');
+            log.info({ workload: key, pod: pod.name }, 'evicted');
             continue;
           }
           this.#deps.metrics?.restartsBlocked.inc({ kind: workload.kind, namespace: workload.namespace, strategy });
           const since = this.#blockedSince.get(key) ?? now;
           this.#blockedSince.set(key, since);
           if (now - since >= options.blockedWarningMs) {
-            await this.#deps.events.warning(workload, 'RestartBlocked', `eviction of pod ${pod.name} refused for ${Math.round((now - since) / 1000)}s: ${message}`);
+            // The same words for as long as the block lasts (the oldest stale pod is the one asked, and no elapsed
+            // time): the recorder folds the rechecks into one Event with a rising count.
+            await events.record(workload, warningEvent('RestartBlocked', `eviction of pod ${pod.name} refused since ${formatTime(since)}: ${message}`));
           }
-          this.#deps.log.info({ workload: key, pod: pod.name, outcome }, 'eviction refused; retrying later');
+          log.info({ workload: key, pod: pod.name, outcome }, 'eviction refused; retrying later');
           break;
         }
         return { requeueAfterMs: options.checkIntervalMs };
-      }
     }
   }
 
@@ -320,41 +433,21 @@ export class Reconciler {
     return syncWait({ app: this.#deps.view.applicationOf(workload), workload, restartAt, now, waitMs: this.#deps.options.argocdSyncWaitMs ?? 0 });
   }
 
-  /**
-   * Holds a restart that has not acted yet while Argo CD is about to roll the workload: the sync's pods
-   * post-date T, so the restart then finishes with nothing to do. Bounded by `--argocd-sync-wait` from T.
-   * `undefined`: go on.
-   */
-  async #holdForSync(key: string, workload: WorkloadSummary, strategy: ResolvedStrategy, restartAt: number, now: number): Promise<ProcessResult | undefined> {
-    const { options, events, log } = this.#deps;
-    if ((options.argocdSyncWaitMs ?? 0) <= 0) return undefined;
-    const stalePodsLeft = strategy === 'evict' && this.#deps.view.podsOf(workload).some((pod) => isStalePod(pod, restartAt));
-    if (!restartNotActed(strategy, workload, restartAt, stalePodsLeft)) return undefined;
-    const rule = this.#syncWaitOf(workload, restartAt, now);
-    if (rule.action === 'go') {
-      // The sync is done (or none is pending) but may have started the Rollout's own update.
-      const updating = rolloutUpdateWait({ app: this.#deps.view.applicationOf(workload), workload, strategy, restartAt, now, waitMs: options.argocdSyncWaitMs ?? 0 });
-      if (updating === undefined) return undefined;
-      this.#restarting.add(key);
-      log.debug({ workload: key, reason: updating.reason }, 'restart waiting for the Rollout\'s update');
-      return { requeueAfterMs: options.checkIntervalMs };
-    }
+  /** `--argocd-sync-wait` in words, as the Events give it. */
+  #syncWaitBound(): string {
+    return `${Math.round((this.#deps.options.argocdSyncWaitMs ?? 0) / 1000)}s`;
+  }
+
+  /** One Warning per T when a sync still pending no longer holds the restart (ADR 0011). */
+  async #announceSyncWaitExpiry(key: string, workload: WorkloadSummary, input: RestartInput): Promise<void> {
+    const reason = expiredSyncWait(input);
+    if (reason === undefined) return;
     const announced = this.#syncWaits.get(key);
-    const state = announced?.restartAt === restartAt ? announced : { restartAt, expired: false };
-    const first = state !== announced;
+    const state = announced?.restartAt === input.restartAt ? announced : { restartAt: input.restartAt, expired: false };
     this.#syncWaits.set(key, state);
-    const bound = `${Math.round((options.argocdSyncWaitMs ?? 0) / 1000)}s`;
-    if (rule.action === 'expired') {
-      if (!state.expired) {
-        state.expired = true;
-        await events.warning(workload, 'RestartSyncWaitExpired', `${rule.reason} ${bound} after ${formatTime(restartAt)} (--argocd-sync-wait): restarting anyway`);
-      }
-      return undefined;
-    }
-    this.#restarting.add(key);
-    log.debug({ workload: key, reason: rule.reason }, 'restart waiting for Argo CD');
-    if (first) await events.normal(workload, 'RestartWaitingForSync', `${rule.reason}: its sync replaces the pods, so the restart at ${formatTime(restartAt)} waits for it (at most ${bound})`);
-    return { requeueAfterMs: Math.max(1, Math.min(options.checkIntervalMs, rule.remainingMs)) };
+    if (state.expired) return;
+    state.expired = true;
+    await this.#deps.events.record(workload, warningEvent('RestartSyncWaitExpired', `${reason} ${this.#syncWaitBound()} after ${formatTime(input.restartAt)} (--argocd-sync-wait): restarting anyway`));
   }
 
   /**
@@ -362,21 +455,21 @@ export class Reconciler {
    * workload never starts; the breaker pauses every start; the workload's cooldown; the concurrency
    * cap; the rate — last, so a token is only spent on a start that happens.
    */
-  async #holdStart(key: string, workload: WorkloadSummary, changed: string, lastRestartAt: number | undefined, halt: ReturnType<typeof parseHalt>, now: number): Promise<ProcessResult | false> {
+  async #holdStart(key: string, workload: WorkloadSummary, changed: readonly EventConfig[], lastRestartAt: number | undefined, halt: ReturnType<typeof parseHalt>, now: number): Promise<ProcessResult | false> {
     const { options, events } = this.#deps;
     const fleet = options.fleet ?? FLEET_OFF;
     if (halt !== undefined) {
-      await events.warning(workload, 'RestartHalted', `${changed} changed; not restarted: restarts of this workload are halted (${halt.reason}); remove the annotation ${FLEET_ANNOTATIONS.restartHalted} to resume`);
+      await events.record(workload, warningEvent('RestartHalted', `not restarted: restarts of this workload are halted (${halt.reason}); remove the annotation ${FLEET_ANNOTATIONS.restartHalted} to resume`, changed));
       return undefined;
     }
     const breaker = this.#breakerAt(now);
     if (breaker.open) {
       this.#deps.fleetMetrics?.restartsDeferred.inc({ cause: 'breaker' });
-      await events.warning(workload, 'RestartPaused', `${changed} changed; every restart is paused: ${breaker.halts} restarts halted within --breaker-window; remove the ${FLEET_ANNOTATIONS.restartHalted} annotations to resume`);
+      await events.record(workload, warningEvent('RestartPaused', `every restart is paused: ${breaker.halts} restarts halted within --breaker-window; remove the ${FLEET_ANNOTATIONS.restartHalted} annotations to resume`, changed));
       return { requeueAfterMs: options.checkIntervalMs };
     }
     const cooldown = cooldownFor(workload, fleet);
-    if (cooldown.problem !== undefined) await events.warning(workload, 'RestartWarning', cooldown.problem);
+    if (cooldown.problem !== undefined) await events.record(workload, warningEvent('RestartWarning', cooldown.problem));
     const wait = cooldownRemaining(lastRestartAt, cooldown.ms, now);
     if (wait > 0 && lastRestartAt !== undefined && cooldown.cause !== undefined) {
       this.#deps.fleetMetrics?.restartsDeferred.inc({ cause: cooldown.cause });
@@ -384,12 +477,12 @@ export class Reconciler {
       const next = formatTime(lastRestartAt + cooldown.ms);
       const seconds = `${Math.round(cooldown.ms / 1000)}s`;
       // A config flipping within the interval is a fight (two issuers, one Secret): a Warning. A pause period is asked for.
-      if (cooldown.cause === 'pause-period') await events.normal(workload, 'RestartDeferred', `${changed} changed within the pause period (${seconds}) of the restart at ${last}: restarting at ${next}`);
-      else await events.warning(workload, 'RestartDeferred', `${changed} changed again within --min-restart-interval (${seconds}) of the restart at ${last}: at most one restart per interval, next at ${next}`);
+      if (cooldown.cause === 'pause-period') await events.record(workload, normalEvent('RestartDeferred', `within the pause period (${seconds}) of the restart at ${last}: restarting at ${next}`, changed));
+      else await events.record(workload, warningEvent('RestartDeferred', `again within --min-restart-interval (${seconds}) of the restart at ${last}: at most one restart per interval, next at ${next}`, changed));
       return { requeueAfterMs: wait };
     }
     // A restart a PodDisruptionBudget blocks does not hold a slot: ten blocked workloads must not stop the fleet.
-    if (!this.#restarting.has(key) && this.#restarting.size - this.#blockedCount() >= options.maxConcurrentRestarts) {
+    if (!this.#restarting.has(key) && this.#actingCount() >= options.maxConcurrentRestarts) {
       this.#deps.log.debug({ workload: key }, 'waiting for a restart slot (max-concurrent-restarts)');
       return { requeueAfterMs: options.checkIntervalMs };
     }
@@ -419,7 +512,7 @@ export class Reconciler {
     this.#deps.metrics?.reloaderReloadExecuted.inc({ success: 'false', namespace: workload.namespace });
     this.#deps.fleetMetrics?.restartsHalted.inc({ kind: workload.kind, namespace: workload.namespace });
     this.#deps.log.warn({ workload: key, reason }, 'restart halted by the health gate');
-    await this.#deps.events.warning(workload, 'RestartHalted', `${reason}: no further restart of this workload until the annotation ${FLEET_ANNOTATIONS.restartHalted} is removed`);
+    await this.#deps.events.record(workload, warningEvent('RestartHalted', `${reason}: no further restart of this workload until the annotation ${FLEET_ANNOTATIONS.restartHalted} is removed`));
     return undefined;
   }
 
@@ -451,10 +544,7 @@ export class Reconciler {
     const last = this.#lastApply.get(key);
     const shadow = this.#shadow.get(key) ?? (last !== undefined && workload !== undefined && last.basedOn === workload.resourceVersion ? last.own : undefined);
     if (workload === undefined || shadow === undefined) return workload;
-    const annotations: Record<string, string> = { ...workload.annotations, [BOOKKEEPING.restartedFor]: shadow.restartedFor };
-    if (shadow.restartAt !== undefined) annotations[BOOKKEEPING.restartAt] = shadow.restartAt;
-    if (shadow.restartHalted !== undefined) annotations[FLEET_ANNOTATIONS.restartHalted] = shadow.restartHalted;
-    return { ...workload, annotations, templateRestartedAt: shadow.templateRestartedAt };
+    return withOwnFields(workload, shadow);
   }
 
   /** `--dry-run`: no pod goes away, so pacing would wait forever; report every eviction the restart would make, once. */
@@ -482,9 +572,14 @@ export class Reconciler {
   async #done(key: string, workload: WorkloadSummary, restartAt: number): Promise<ProcessResult> {
     if (this.#finish(key)) {
       this.#deps.metrics?.restartsFinished.inc({ kind: workload.kind, namespace: workload.namespace, strategy: resolveStrategy(workload, this.#deps.options.defaultStrategy).strategy });
-      await this.#deps.events.normal(workload, 'RestartFinished', `every pod created before ${formatTime(restartAt)} was replaced`);
+      await this.#deps.events.record(workload, normalEvent('RestartFinished', `every pod created before ${formatTime(restartAt)} was replaced`));
     }
     return undefined;
+  }
+
+  /** Restarts holding a `--max-concurrent-restarts` slot: in progress, and not refused by a PodDisruptionBudget. */
+  #actingCount(): number {
+    return this.#restarting.size - this.#blockedCount();
   }
 
   /** Restarts in progress whose evictions are being refused (PodDisruptionBudget). */
@@ -498,7 +593,9 @@ export class Reconciler {
   #finish(key: string): boolean {
     this.#blockedSince.delete(key);
     this.#syncWaits.delete(key);
+    this.#lastProgress.delete(key);
     if (this.#deps.view.workload(key) === undefined) {
+      this.#stalled.delete(key);
       this.#lastApply.delete(key);
       this.#shadow.delete(key);
       this.#dryRunFinished.delete(key);
@@ -506,6 +603,53 @@ export class Reconciler {
     }
     return this.#restarting.delete(key);
   }
+}
+
+/** The workload as it reads with the controller's own fields `own` written. */
+function withOwnFields(workload: WorkloadSummary, own: OwnFields): WorkloadSummary {
+  const annotations: Record<string, string> = { ...workload.annotations, [BOOKKEEPING.restartedFor]: own.restartedFor };
+  if (own.restartAt !== undefined) annotations[BOOKKEEPING.restartAt] = own.restartAt;
+  if (own.restartHalted !== undefined) annotations[FLEET_ANNOTATIONS.restartHalted] = own.restartHalted;
+  return { ...workload, annotations, templateRestartedAt: own.templateRestartedAt };
+}
+
+/** `Kind/name` config keys as the Events name them. */
+function changedConfigs(keys: readonly string[]): readonly EventConfig[] {
+  return keys.map((key) => {
+    const slash = key.indexOf('/');
+    return Object.freeze({ kind: key.slice(0, slash) as EventConfig['kind'], name: key.slice(slash + 1) });
+  });
+}
+
+/**
+ * What the restart's pods and status look like, as far as progress goes: pods from before T still running
+ * and being deleted, replacements and how many are Ready, and the status fields a rollout advances.
+ * A change in any of them is progress.
+ */
+function progressMarker(workload: WorkloadSummary, pods: readonly PodSummary[], restartAt: number): string {
+  let old = 0;
+  let deleting = 0;
+  let fresh = 0;
+  let ready = 0;
+  for (const pod of pods) {
+    if (isTerminalPod(pod)) continue;
+    if (pod.createdAt < restartAt) {
+      if (pod.deleting) deleting++;
+      else old++;
+    } else {
+      fresh++;
+      if (pod.readySince !== undefined) ready++;
+    }
+  }
+  const { status } = workload;
+  return JSON.stringify([old, deleting, fresh, ready, status.restartedAt ?? null, status.updatedReplicas ?? null, status.updatedNumberScheduled ?? null, status.currentRevision ?? null]);
+}
+
+/** Why a stalled restart is stuck, in words: the step's reason, and a replacement that cannot start. */
+function stallReason(step: RestartStep, pods: readonly PodSummary[], restartAt: number): string {
+  const reason = step.kind === 'wait' || step.kind === 'halt' ? step.reason : step.kind;
+  const pending = pods.filter((pod) => pod.createdAt >= restartAt && !pod.deleting && pod.phase === 'Pending').map((pod) => pod.name).sort();
+  return pending.length === 0 ? reason : `${reason}; replacement pod ${pending[0]} is Pending (unschedulable, or waiting for quota or volumes)`;
 }
 
 function optionalTime(ms: number | undefined): string | undefined {

@@ -163,6 +163,9 @@ type Env = Readonly<Record<string, string | undefined>>;
 
 const COMMANDS: readonly Command[] = ['generate', 'explain', 'migrate-app'];
 
+/** Every command of the `driftless` executable, for messages: serve (plugin/main.ts) and controller (bin/driftless.js) are routed before this parser. */
+const EVERY_COMMAND = 'generate, explain, migrate-app, serve or controller';
+
 /** Flags that are not parameters. */
 const PATH_FLAG = '--path';
 const OUTPUT_FLAG = '--output';
@@ -384,7 +387,7 @@ function parseArgv(argv: readonly string[]): Cli {
       return;
     }
     if (command === undefined) {
-      throw new UsageError(`unknown command ${JSON.stringify(arg)}: expected generate, explain or migrate-app (see driftless --help)`);
+      throw new UsageError(`unknown command ${JSON.stringify(arg)}: expected ${EVERY_COMMAND} (see driftless --help)`);
     }
     if (command === 'migrate-app' && file === undefined && !stdinArgument) {
       file = arg;
@@ -409,7 +412,7 @@ function parseArgv(argv: readonly string[]): Cli {
   }
 
   if (given.help || helpCommand) command = 'help';
-  if (command === undefined) throw new UsageError('missing command: expected generate, explain or migrate-app (see driftless --help)');
+  if (command === undefined) throw new UsageError(`missing command: expected ${EVERY_COMMAND} (see driftless --help)`);
   return { command, flags, path: appPath, output: outputText, stdinArgument, file };
 }
 
@@ -641,6 +644,12 @@ export function usageText(): string {
     '                                                  run the render server (the sidecar\'s second container): a warm process that',
     '                                                  generate hands its render to when DRIFTLESS_RENDER_SOCKET names its socket;',
     '                                                  beyond N renders at once (default 2) a render is handed back to its own process',
+    '  driftless explain --live [--namespace NS] [KIND/NAME] [controller flags]',
+    '                                                  explain from the live cluster what the controller does and why',
+    '                                                  (see driftless explain --live --help)',
+    '  driftless controller [flags]                    run the controller that restarts workloads when a config changes',
+    '                                                  out of band (see driftless controller --help)',
+    '  driftless COMMAND --help                        the usage of one command',
     '  driftless --help',
     '',
     'Arguments:',

@@ -20,6 +20,11 @@ function writeTo(stream: NodeJS.WriteStream): (text: string) => Promise<void> {
 
 async function serve(argv: readonly string[], stop: AbortSignal): Promise<number> {
   const [server, errors] = await Promise.all([import('./server/server.ts'), import('./errors.ts')]);
+  // --help works whatever else is given, as for every other command.
+  if (argv.includes('--help') || argv.includes('-h')) {
+    await writeTo(process.stdout)(server.serveUsageText());
+    return errors.EXIT.ok;
+  }
   const log = (line: string): void => {
     process.stderr.write(`driftless serve: ${line}\n`);
   };

@@ -149,7 +149,10 @@ describe('manifests/controller (kustomize)', () => {
     assert.deepEqual(binding['subjects'], [{ kind: 'ServiceAccount', name: serviceAccount['metadata'].name, namespace: 'driftless' }]);
     assert.equal(binding['roleRef'].name, only(documents, 'ClusterRole')['metadata'].name);
     const lease = only(documents, 'Role', 'driftless-leader-election');
-    assert.deepEqual(grants(lease['rules']), ['coordination.k8s.io|leases|create', 'coordination.k8s.io|leases|get', 'coordination.k8s.io|leases|update']);
+    assert.deepEqual(grants(lease['rules']), [
+      '|configmaps|create', '|configmaps|delete', '|configmaps|list', '|configmaps|update', '|configmaps|watch',
+      'coordination.k8s.io|leases|create', 'coordination.k8s.io|leases|get', 'coordination.k8s.io|leases|update',
+    ].sort());
     assert.equal(only(documents, 'RoleBinding', 'driftless-leader-election')['roleRef'].name, lease['metadata'].name);
   });
 
@@ -235,7 +238,7 @@ describe('charts/driftless (helm)', () => {
     assert.deepEqual(only(documents, 'Service')['spec'].ports[0].name, 'metrics');
     assert.ok(!documents.some((d) => d['kind'] === 'Secret'), 'no Secret unless asked for');
     const args = container(only(documents, 'Deployment'))['args'] as string[];
-    assert.deepEqual(args, ['--leader-elect', '--mode=annotated', '--restart-strategy=evict', '--log-level=info', '--hash-key-file=/etc/driftless/hash-key/key']);
+    assert.deepEqual(args, ['--leader-elect', '--mode=annotated', '--restart-strategy=evict', '--restart-progress-deadline=10m', '--max-clock-skew=2s', '--log-level=info', '--hash-key-file=/etc/driftless/hash-key/key']);
   });
 
   it('maps Reloader-named values: watchGlobally=false gives a Role per namespace and --namespaces; namespaceSelector adds only namespaces list/watch', async () => {
@@ -260,7 +263,8 @@ describe('charts/driftless (helm)', () => {
     assert.match(await helmTemplateFails(['--set', 'restartStrategy=env-vars']), /restartStrategy/);
     const single = await helmTemplate(['--set', 'enableHA=false', '--set', 'replicaCount=1']);
     assert.ok(!container(only(single, 'Deployment'))['args'].includes('--leader-elect'));
-    assert.ok(!single.some((d) => d['kind'] === 'PodDisruptionBudget' || d['kind'] === 'Role'));
+    assert.ok(!single.some((d) => d['kind'] === 'PodDisruptionBudget' || (d['kind'] === 'Role' && String(d['metadata'].name).endsWith('-leader-election'))));
+    assert.deepEqual(grants(single.find((d) => d['kind'] === 'Role' && String(d['metadata'].name).endsWith('-records'))?.['rules']), ['|configmaps|create', '|configmaps|delete', '|configmaps|list', '|configmaps|update', '|configmaps|watch'], 'the restart records need their Role without HA too');
   });
 
   it('writeBack.enabled adds the write-back Role in Argo CD\'s namespace only, and its flags; off by default', async () => {

@@ -2,15 +2,56 @@
  * The pre-test step of `npm test`: makes sure every external binary the tests
  * spawn is installed (pinned kustomize and helm, the test cluster, then Argo CD), so the
  * tests themselves never skip and never download. Progress goes to stderr.
+ *
+ * `npm run setup -- --tools` installs only the pinned kustomize and helm (what
+ * the plugin runs) and prints, on stdout, the shell line that puts them first
+ * on PATH: `eval "$(npm run --silent setup -- --tools)"`.
  */
 import { ensureArgoCdBinaries, ensureClusterBinaries } from './cluster/build.ts';
-import { ensureTools } from './tools.ts';
+import { ensureFaketime } from './cluster/faketime.ts';
+import { ensureRenderers, ensureTools } from './tools.ts';
 
-const started = Date.now();
-const tools = await ensureTools();
-process.stderr.write(`setup: kustomize ${tools.kustomize}\nsetup: helm      ${tools.helm}\n`);
-await ensureClusterBinaries();
-process.stderr.write('setup: cluster binaries ready\n');
-// Built here, once, so no test file's before hook waits ~15 minutes for it.
-await ensureArgoCdBinaries();
-process.stderr.write(`setup: Argo CD binaries ready\nsetup: done in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
+const USAGE = [
+  'Usage: npm run setup [-- --tools]',
+  '',
+  '  (no flag)  install everything the tests need: kustomize, helm, the Go YAML oracle, the test cluster, Argo CD',
+  '  --tools    install only the pinned kustomize and helm, into ${XDG_CACHE_HOME:-~/.cache}/driftless/tools/,',
+  '             and print the line that puts them first on PATH: eval "$(npm run --silent setup -- --tools)"',
+  '',
+].join('\n');
+
+/** Single-quoted for a POSIX shell, so any path survives `eval`. */
+function shellQuote(text: string): string {
+  return `'${text.replaceAll("'", "'\\''")}'`;
+}
+
+async function main(argv: readonly string[]): Promise<number> {
+  const unknown = argv.find((arg) => arg !== '--tools' && arg !== '--help' && arg !== '-h');
+  if (unknown !== undefined) {
+    process.stderr.write(`setup: unknown argument ${JSON.stringify(unknown)}\n${USAGE}`);
+    return 2;
+  }
+  if (argv.includes('--help') || argv.includes('-h')) {
+    process.stdout.write(USAGE);
+    return 0;
+  }
+  const started = Date.now();
+  if (argv.includes('--tools')) {
+    const tools = await ensureRenderers();
+    process.stderr.write(`setup: kustomize ${tools.kustomize}\nsetup: helm      ${tools.helm}\nsetup: both in   ${tools.binDir}\n`);
+    process.stdout.write(`export PATH=${shellQuote(tools.binDir)}:"$PATH"\n`);
+    return 0;
+  }
+  const tools = await ensureTools();
+  process.stderr.write(`setup: kustomize ${tools.kustomize}\nsetup: helm      ${tools.helm}\n`);
+  await ensureClusterBinaries();
+  process.stderr.write('setup: cluster binaries ready\n');
+  // The fault tests run the controller under a shifted clock (installed with apt-get when CI=true).
+  process.stderr.write(`setup: libfaketime ${await ensureFaketime()}\n`);
+  // Built here, once, so no test file's before hook waits ~15 minutes for it.
+  await ensureArgoCdBinaries();
+  process.stderr.write(`setup: Argo CD binaries ready\nsetup: done in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
+  return 0;
+}
+
+process.exitCode = await main(process.argv.slice(2));

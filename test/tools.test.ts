@@ -76,6 +76,24 @@ describe('ensureTools', () => {
   });
 });
 
+describe('npm run setup -- --tools', () => {
+  it('installs only the renderers and prints the line that puts the pinned kustomize and helm first on PATH', async () => {
+    const setup = await run(process.execPath, [join(root, 'test', 'setup.ts'), '--tools']);
+    const tools = await ensureTools();
+    assert.equal(setup.stdout, `export PATH='${tools.binDir}':"$PATH"\n`);
+    assert.match(setup.stderr, /setup: both in/);
+    // What the README tells a user to run: eval the line, then the pinned tools are the ones on PATH.
+    const shell = await run('sh', ['-c', `eval "$(${JSON.stringify(process.execPath)} test/setup.ts --tools 2>/dev/null)" && kustomize version && helm version --short`], { cwd: root, env: { PATH: '/usr/bin:/bin', HOME: process.env['HOME'] ?? '/tmp', ...(process.env['XDG_CACHE_HOME'] === undefined ? {} : { XDG_CACHE_HOME: process.env['XDG_CACHE_HOME'] }) } });
+    const [kustomize, helm] = shell.stdout.trim().split('\n');
+    assert.equal(kustomize, TOOL_PINS.kustomize.version);
+    assert.match(helm ?? '', new RegExp(`^${TOOL_PINS.helm.version.replaceAll('.', '\\.')}(\\+|$)`));
+  });
+
+  it('refuses an unknown argument with its usage (exit 2)', async () => {
+    await assert.rejects(run(process.execPath, [join(root, 'test', 'setup.ts'), '--tool']), (error: { code?: number; stderr?: string }) => error.code === 2 && /unknown argument "--tool"/.test(error.stderr ?? ''));
+  });
+});
+
 describe('Dockerfile', () => {
   it('builds kustomize and helm with exactly the go install argv of test/tools.ts', () => {
     for (const pin of Object.values(TOOL_PINS)) {

@@ -73,15 +73,24 @@ export function ensureTools(): Promise<Tools> {
   return pending;
 }
 
-async function install(): Promise<Tools> {
+/** The renderers alone: what a user of the plugin needs (`npm run setup -- --tools`), without the test-only YAML oracle. */
+export type Renderers = Pick<Tools, 'kustomize' | 'helm' | 'binDir'>;
+
+/** Installs the pinned kustomize and helm if they are not in the cache yet, and the binDir holding both. */
+export async function ensureRenderers(): Promise<Renderers> {
   const root = toolsRoot();
   await mkdir(root, { recursive: true });
   // Sequential on purpose: each build already uses every core.
   const kustomize = await ensureTool(root, 'kustomize');
   const helm = await ensureTool(root, 'helm');
   const binDir = await ensureBinDir(root, { kustomize, helm });
-  const goyaml = await ensureGoyaml(root);
-  return Object.freeze({ kustomize, helm, binDir, goyaml });
+  return Object.freeze({ kustomize, helm, binDir });
+}
+
+async function install(): Promise<Tools> {
+  const renderers = await ensureRenderers();
+  const goyaml = await ensureGoyaml(toolsRoot());
+  return Object.freeze({ ...renderers, goyaml });
 }
 
 /** Builds the test-only Go YAML oracle; cached under a hash of its sources, so an edit rebuilds it. */

@@ -162,7 +162,31 @@ export function reduceConfig(kind: 'ConfigMap' | 'Secret', raw: unknown, previou
     producer: readProducer(metadata),
     digest,
     seenAt: previous !== undefined && previous.digest === digest ? previous.seenAt : context.now,
+    changedAt: previous !== undefined && previous.digest === digest ? previous.changedAt : dataWriteTime(metadata['managedFields']),
   });
+}
+
+/** The payload fields of a ConfigMap or Secret in a managedFields `fieldsV1` (stringData is written into data). */
+const DATA_FIELDS = ['f:data', 'f:binaryData', 'f:stringData'];
+
+/**
+ * The API server's time of the last write of a config's payload: the newest `time` among the
+ * managedFields entries that own a payload field (each entry's time moves when its manager changes a
+ * field it owns), or of any entry when none says so; `undefined` without managedFields.
+ */
+export function dataWriteTime(managedFields: unknown): number | undefined {
+  if (!Array.isArray(managedFields)) return undefined;
+  let data: number | undefined;
+  let any: number | undefined;
+  for (const entry of managedFields as unknown[]) {
+    const fields = record(entry);
+    const time = Date.parse(str(fields['time']));
+    if (!Number.isFinite(time)) continue;
+    any = Math.max(any ?? time, time);
+    const owned = record(fields['fieldsV1']);
+    if (DATA_FIELDS.some((field) => Object.hasOwn(owned, field))) data = Math.max(data ?? time, time);
+  }
+  return data ?? any;
 }
 
 /** A SecretProviderClassPodStatus, reduced: which class, which pod, and the versions it mounted. */

@@ -71,6 +71,11 @@ async function main(argv: readonly string[]): Promise<number> {
     process.stdout.write(options.output === 'json' ? `${JSON.stringify(report, null, 2)}\n` : formatLiveTable(report));
     return 0;
   } catch (error) {
+    // The kubeconfig's credentials could not be obtained (an exec plugin failed): a kubeconfig problem, exit 2.
+    if (error instanceof KubeConfigError) {
+      process.stderr.write(`${PREFIX}: ${error.message}\n`);
+      return 2;
+    }
     if (error instanceof LiveTargetNotFoundError) {
       process.stderr.write(`${PREFIX}: ${error.message}\n`);
       return 1;

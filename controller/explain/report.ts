@@ -1,18 +1,17 @@
 /**
  * The live explanation, built purely from a LiveSnapshot with the
  * controller's own deciding (selectConfigs, compareDigests, resolveStrategy)
- * and planning (planEvictions) code, so what it says is what the controller
+ * and restart (`nextStep`, the function the reconciler executes) code, so what it says is what the controller
  * would do. Built only from names, rules, counts and digests: the digests are
  * keyed hashes (HMAC with the controller's key), shortened, never a value.
  */
 import { ManifestError, type PolicyMode } from '../../core/index.ts';
-import { restartNotActed, rolloutUpdateWait, syncWait } from '../argocd-sync.ts';
 import { ABSENT, BOOKKEEPING, configKey, parseDigestMap, parseRestartAt, type DigestMap } from '../bookkeeping.ts';
 import { parseWorkloadKey, workloadKey } from '../cache/cluster-view.ts';
 import { compareDigests, outOfBandDigests, resolveStrategy, selectConfigs, type ConfigLookup, type ResolvedStrategy, type Selection } from '../decide.ts';
 import type { PodSummary, RestartStrategy, WorkloadSummary } from '../model.ts';
-import { planEvictions } from '../restart/evict-plan.ts';
 import { isStalePod } from '../restart/stale-pods.ts';
+import { nextStep, type RestartStep } from '../restart/step.ts';
 import { matchesSelector } from '../scope.ts';
 import type { LiveTarget } from './args.ts';
 import type { BudgetSummary, LiveSnapshot } from './collect.ts';
@@ -271,31 +270,60 @@ function liveBudget(budget: BudgetSummary): LiveBudget {
   };
 }
 
-/** The planner's words say which of its checks held the restart: rollouts wait by name, every other wait is availability. */
-function planBlocker(action: 'wait' | 'skip', reason: string): LiveBlocker {
-  if (action === 'skip') return { kind: 'pending-revision', name: null, reason: `the controller skips this restart (RestartSkipped): ${reason}` };
-  if (/rollout is in progress|rolling update is in progress|has observed generation|scale-down/.test(reason)) return { kind: 'rollout-in-progress', name: null, reason };
-  return { kind: 'availability', name: null, reason };
-}
-
-/** The sync wait holding a restart at `restartAt`, as a blocker; `undefined` when it does not hold (or the Application is not visible). */
-function syncWaitFor(snapshot: LiveSnapshot, workload: WorkloadSummary, restartAt: number, waitMs: number): LiveBlocker | undefined {
-  const app = snapshot.view.applicationOf(workload);
-  const rule = syncWait({ app, workload, restartAt, now: snapshot.now, waitMs });
-  if (rule.action !== 'wait' || app === undefined) return undefined;
-  const seconds = Math.ceil(rule.remainingMs / 1000);
-  return { kind: 'argocd-sync', name: app.name, reason: `${rule.reason}: the controller waits for its sync to replace the pods, at most ${seconds} s more (--argocd-sync-wait)` };
-}
-
 /**
- * The sync wait's second hold, as a blocker: after the sync, a Rollout's `spec.restartAt` waits for the
- * Rollout's own update (the same rule the reconciler applies); `undefined` when it does not hold.
+ * What the controller's next step (controller/restart/step.ts, the same function the reconciler executes)
+ * says about a restart in progress: what holds it, as blockers, and which pods it evicts next.
  */
-function rolloutUpdateFor(snapshot: LiveSnapshot, workload: WorkloadSummary, strategy: ResolvedStrategy, restartAt: number, waitMs: number): LiveBlocker | undefined {
-  const hold = rolloutUpdateWait({ app: snapshot.view.applicationOf(workload), workload, strategy, restartAt, now: snapshot.now, waitMs });
-  if (hold === undefined) return undefined;
-  const seconds = Math.ceil(hold.remainingMs / 1000);
-  return { kind: 'rollout-in-progress', name: null, reason: `${workload.kind} ${workload.name} is still updating (${hold.reason}): the controller writes spec.restartAt once the update is done, since the update replaces old pods anyway, at most ${seconds} s more (--argocd-sync-wait)` };
+function stepBlockers(snapshot: LiveSnapshot, workload: WorkloadSummary, step: RestartStep): { blockedBy: LiveBlocker[]; nextEvictions: string[] } {
+  const seconds = (until: number | undefined): number => Math.ceil(((until ?? snapshot.now) - snapshot.now) / 1000);
+  switch (step.kind) {
+    case 'evict': {
+      const blockedBy: LiveBlocker[] = [];
+      // The planner allows these evictions; the API server still refuses any a budget does not allow.
+      for (const budget of budgetsSelecting(snapshot, step.pods)) {
+        if (budget.disruptionsAllowed < 1) {
+          blockedBy.push({ kind: 'PodDisruptionBudget', name: budget.name, reason: `PodDisruptionBudget ${budget.name} allows ${budget.disruptionsAllowed} disruptions (${budget.currentHealthy} healthy, ${budget.desiredHealthy} desired): evictions are refused (429) until it allows one` });
+        }
+      }
+      return { blockedBy, nextEvictions: step.pods.map((pod) => pod.name) };
+    }
+    case 'halt':
+      return { blockedBy: [step.cause === 'pending-revision'
+        ? { kind: 'pending-revision', name: null, reason: `the controller skips this restart (RestartSkipped): ${step.reason}` }
+        : { kind: 'availability', name: null, reason: step.reason }], nextEvictions: [] };
+    case 'set-restart-at':
+      return { blockedBy: [restartAtBlocker(workload)], nextEvictions: [] };
+    case 'set-template':
+      return { blockedBy: [templateBlocker(workload)], nextEvictions: [] };
+    case 'done':
+      return { blockedBy: [], nextEvictions: [] };
+    case 'wait':
+      switch (step.cause) {
+        case 'argocd-sync':
+          return { blockedBy: [{ kind: 'argocd-sync', name: step.name ?? null, reason: `${step.reason}: the controller waits for its sync to replace the pods, at most ${seconds(step.until)} s more (--argocd-sync-wait)` }], nextEvictions: [] };
+        case 'rollout-update':
+          return { blockedBy: [{ kind: 'rollout-in-progress', name: null, reason: `${workload.kind} ${workload.name} is still updating (${step.reason}): the controller writes spec.restartAt once the update is done, since the update replaces old pods anyway, at most ${seconds(step.until)} s more (--argocd-sync-wait)` }], nextEvictions: [] };
+        case 'restarted-at':
+          return { blockedBy: [restartAtBlocker(workload)], nextEvictions: [] };
+        case 'template-rollout':
+          return { blockedBy: [templateBlocker(workload)], nextEvictions: [] };
+        case 'rollout-in-progress':
+          return { blockedBy: [{ kind: 'rollout-in-progress', name: null, reason: step.reason }], nextEvictions: [] };
+        case 'breaker':
+        case 'restart-time':
+        case 'availability':
+        case 'replacements':
+          return { blockedBy: [{ kind: 'availability', name: null, reason: step.reason }], nextEvictions: [] };
+      }
+  }
+}
+
+function restartAtBlocker(workload: WorkloadSummary): LiveBlocker {
+  return { kind: 'strategy', name: null, reason: `Argo Rollouts replaces the pods (spec.restartAt ${workload.restartAt ?? 'not yet written'})` };
+}
+
+function templateBlocker(workload: WorkloadSummary): LiveBlocker {
+  return { kind: 'strategy', name: null, reason: `the ${workload.kind} controller rolls the pods (pod template ${BOOKKEEPING.templateRestartedAt})` };
 }
 
 function explainRestart(snapshot: LiveSnapshot, workload: WorkloadSummary, selection: Selection | undefined, restartStrategy: RestartStrategy, argocdSyncWaitMs: number): LiveRestart {
@@ -317,31 +345,24 @@ function explainRestart(snapshot: LiveSnapshot, workload: WorkloadSummary, selec
     }
   }
   if (stale.length > 0) state = 'in-progress';
-  const blockedBy: LiveBlocker[] = [];
+  let blockedBy: LiveBlocker[] = [];
   let nextEvictions: string[] = [];
-  // The controller's own rule, first: while Argo CD is about to roll the workload, it neither evicts nor patches.
-  const held = stale.length > 0 && restartAt !== undefined && strategy !== 'record-only' && restartNotActed(strategy, workload, restartAt, true);
-  const wait = held ? syncWaitFor(snapshot, workload, restartAt, argocdSyncWaitMs) ?? rolloutUpdateFor(snapshot, workload, strategy, restartAt, argocdSyncWaitMs) : undefined;
-  if (wait !== undefined) {
-    blockedBy.push(wait);
-  } else if (stale.length > 0 && restartAt !== undefined) {
-    if (strategy === 'evict') {
-      const plan = planEvictions({ workload, pods, restartAt, now: snapshot.now });
-      if (plan.action === 'wait' || plan.action === 'skip') blockedBy.push(planBlocker(plan.action, plan.reason));
-      if (plan.action === 'evict') {
-        nextEvictions = plan.pods.map((pod) => pod.name);
-        // The planner allows these evictions; the API server still refuses any a budget does not allow.
-        for (const budget of budgetsSelecting(snapshot, plan.pods)) {
-          if (budget.disruptionsAllowed < 1) {
-            blockedBy.push({ kind: 'PodDisruptionBudget', name: budget.name, reason: `PodDisruptionBudget ${budget.name} allows ${budget.disruptionsAllowed} disruptions (${budget.currentHealthy} healthy, ${budget.desiredHealthy} desired): evictions are refused (429) until it allows one` });
-          }
-        }
-      }
-    } else if (strategy === 'restart-at') {
-      blockedBy.push({ kind: 'strategy', name: null, reason: `Argo Rollouts replaces the pods (spec.restartAt ${workload.restartAt ?? 'not yet written'})` });
-    } else if (strategy === 'template') {
-      blockedBy.push({ kind: 'strategy', name: null, reason: `the ${workload.kind} controller rolls the pods (pod template ${BOOKKEEPING.templateRestartedAt})` });
-    }
+  if (stale.length > 0 && restartAt !== undefined && strategy !== 'record-only') {
+    // What the controller would do next, by its own function; explain knows neither the breaker nor whether
+    // this process runs the restart, so it shows the step of a restart the pods show unfinished.
+    const step = nextStep({
+      workload,
+      pods,
+      restartAt,
+      strategy,
+      now: snapshot.now,
+      acting: false,
+      app: snapshot.view.applicationOf(workload),
+      syncWaitMs: argocdSyncWaitMs,
+      healthGateTimeoutMs: 0,
+      breakerOpen: () => false,
+    });
+    ({ blockedBy, nextEvictions } = stepBlockers(snapshot, workload, step));
   }
   return {
     strategy,

@@ -15,6 +15,7 @@ import { StringDecoder } from 'node:string_decoder';
 import { getGlobalDispatcher, type Dispatcher } from 'undici';
 import { KubeApiError, KubeConfigError, KubeTransportError, type StatusDetails } from './errors.ts';
 import { FencedError, type Fence } from './fence.ts';
+import { describeCredentialError, describeKubeConfigLoadError } from './kubeconfig-errors.ts';
 
 /** A limiter every request waits on before it is sent (the client-side QPS). */
 export interface RequestLimiter {
@@ -81,7 +82,8 @@ export function loadKubeConfig(access: KubeAccess): KubeConfig {
       }
     }
   } catch (error) {
-    throw new KubeConfigError(`cannot load ${where}: ${(error as Error).message}`, { cause: error });
+    const { message, cause } = describeKubeConfigLoadError(error);
+    throw new KubeConfigError(`cannot load ${where}: ${message}`, cause === undefined ? undefined : { cause });
   }
   const cluster = config.getCurrentCluster();
   if (cluster === null || cluster.server === '' || (inCluster && cluster.server.includes('undefined'))) {
@@ -147,7 +149,11 @@ export function createKubeClient(config: KubeConfig, limiter: RequestLimiter, ob
   async function authHeaders(now: number, force: boolean): Promise<Record<string, string>> {
     if (headers !== undefined && !force && now - headersAt < HEADER_TTL_MS) return headers;
     const context = new RequestContext(server, HttpMethod.GET);
-    await config.applySecurityAuthentication(context);
+    try {
+      await config.applySecurityAuthentication(context);
+    } catch (error) {
+      throw new KubeConfigError(describeCredentialError(config.getCurrentUser()?.name, error));
+    }
     // client-node makes a fresh Agent on every call; keep the first one so connections are reused.
     dispatcher ??= context.getDispatcher() ?? getGlobalDispatcher();
     headers = { ...context.getHeaders() };

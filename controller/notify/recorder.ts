@@ -3,17 +3,15 @@
  * through Kubernetes Events; wrapping the recorder turns the four restart
  * reasons into notifications without the reconciler knowing about webhooks.
  *
- * The Event message is the reconciler's sentence; the configs that changed
- * are read back from its fixed opening (`Secret db, ConfigMap app changed…`,
- * names being DNS subdomains, without spaces or commas) and remembered per
- * workload, so a RestartFinished or RestartBlocked names them too. A restart
- * that stays blocked is rechecked every few seconds with a new message each
- * time; it is notified once per restart, not once per check.
+ * It reads the Event's data, never its sentence: the configs a RestartStarted
+ * names are remembered per workload, so a RestartFinished or RestartBlocked
+ * names them too. A restart that stays blocked is rechecked every few
+ * seconds; it is notified once per restart, not once per check.
  */
 import type { Logger } from 'pino';
 import { resolveStrategy } from '../decide.ts';
-import type { EventReason, EventRecorder } from '../events.ts';
-import type { RestartStrategy, WatchedConfigKind, WorkloadSummary } from '../model.ts';
+import { eventMessage, type EventReason, type EventRecorder, type WorkloadEvent } from '../events.ts';
+import type { RestartStrategy, WorkloadSummary } from '../model.ts';
 import type { Notification, NotifyEvent } from './message.ts';
 
 /** Where notifications go: a Notifier, or a test double. */
@@ -40,8 +38,6 @@ const EVENT_OF: Partial<Record<EventReason, NotifyEvent>> = {
   RestartSkipped: 'skipped',
 };
 
-const CONFIG_KINDS: readonly string[] = ['ConfigMap', 'Secret', 'SecretProviderClass'] satisfies WatchedConfigKind[];
-
 /** Restarts remembered at most: workloads restarting at once are capped far below this. */
 const REMEMBERED_RESTARTS = 10_000;
 
@@ -56,10 +52,10 @@ export function notifyingRecorder(inner: EventRecorder, options: NotifyingRecord
   const episodes = new Map<string, Episode>();
   const wanted = new Set(options.on);
 
-  function observe(workload: WorkloadSummary, reason: EventReason, message: string): void {
-    const event = EVENT_OF[reason];
+  function observe(workload: WorkloadSummary, given: WorkloadEvent): void {
+    const event = EVENT_OF[given.reason];
     if (event === undefined) return;
-    const parsed = changedConfigs(message);
+    const parsed = given.configs.length === 0 ? undefined : Object.freeze(given.configs.map((config) => Object.freeze({ kind: config.kind, name: config.name })));
     let episode = episodes.get(workload.uid);
     if (event === 'started' || episode === undefined) {
       episode = { changed: parsed ?? episode?.changed ?? [], blockedNotified: false };
@@ -80,41 +76,24 @@ export function notifyingRecorder(inner: EventRecorder, options: NotifyingRecord
       changed: parsed ?? episode.changed,
       strategy: resolveStrategy(workload, options.defaultStrategy).strategy,
       at: options.now(),
-      detail: message,
+      detail: eventMessage(given),
       dryRun: options.dryRun,
     }));
   }
 
-  function guarded(workload: WorkloadSummary, reason: EventReason, message: string): void {
+  function guarded(workload: WorkloadSummary, event: WorkloadEvent): void {
     // A notification is a courtesy: nothing it does may fail or delay the reconcile that reports.
     try {
-      observe(workload, reason, message);
+      observe(workload, event);
     } catch (error) {
-      options.log.warn({ err: error, event: reason }, 'could not queue a notification');
+      options.log.warn({ err: error, event: event.reason }, 'could not queue a notification');
     }
   }
 
   return {
-    normal(workload, reason, message) {
-      guarded(workload, reason, message);
-      return inner.normal(workload, reason, message);
-    },
-    warning(workload, reason, message) {
-      guarded(workload, reason, message);
-      return inner.warning(workload, reason, message);
+    record(workload, event) {
+      guarded(workload, event);
+      return inner.record(workload, event);
     },
   };
-}
-
-/** The configs named by a message's `<Kind> <name>[, <Kind> <name>…] changed` opening, or undefined. */
-export function changedConfigs(message: string): Notification['changed'] | undefined {
-  const match = /^(.+?) changed[:;]/.exec(message);
-  if (match === null) return undefined;
-  const configs: { kind: WatchedConfigKind; name: string }[] = [];
-  for (const item of (match[1] as string).split(', ')) {
-    const [kind, name, ...rest] = item.split(' ');
-    if (kind === undefined || name === undefined || name === '' || rest.length > 0 || !CONFIG_KINDS.includes(kind)) return undefined;
-    configs.push(Object.freeze({ kind: kind as WatchedConfigKind, name }));
-  }
-  return Object.freeze(configs);
 }

@@ -40,12 +40,18 @@ import { isLivePod, isStalePod } from './stale-pods.ts';
 export type EvictionPlan =
   /** No stale pod left: the restart is complete. */
   | { readonly action: 'done' }
-  /** Come back later: a rollout is in progress, the budget is used, a replacement is not available yet. */
-  | { readonly action: 'wait'; readonly reason: string }
+  /**
+   * Come back later: `cause` says which check held it — T is ahead of the clock, the workload's own
+   * rollout (or scale-down) is in progress, or the availability budget is used up.
+   */
+  | { readonly action: 'wait'; readonly cause: EvictionWaitCause; readonly reason: string }
   /** Do not restart this workload (a Warning Event): evicting would apply a pending update revision. */
   | { readonly action: 'skip'; readonly reason: string }
   /** Evict these pods now, in this order; `budget` is how many may be unavailable at once. */
   | { readonly action: 'evict'; readonly pods: readonly PodSummary[]; readonly budget: number };
+
+/** Which of the planner's checks holds an eviction restart. */
+export type EvictionWaitCause = 'restart-time' | 'rollout-in-progress' | 'availability';
 
 /** What `planEvictions` reads: the workload, exactly its own pods, T and the clock (epoch ms). */
 export interface EvictionInput {
@@ -135,19 +141,19 @@ export function planEvictions(input: EvictionInput): EvictionPlan {
   const live = input.pods.filter(isLivePod);
   const stale = live.filter((pod) => isStalePod(pod, restartAt));
   if (stale.length === 0) return DONE;
-  if (restartAt > now) return wait(`the restart time is ${Math.ceil((restartAt - now) / 1000)}s ahead of the clock`);
+  if (restartAt > now) return wait('restart-time', `the restart time is ${Math.ceil((restartAt - now) / 1000)}s ahead of the clock`);
 
   const observed = workload.status.observedGeneration;
   if (observed !== undefined && observed < workload.generation) {
-    return wait(`the ${workload.kind} controller has observed generation ${observed} of ${workload.generation}`);
+    return wait('rollout-in-progress', `the ${workload.kind} controller has observed generation ${observed} of ${workload.generation}`);
   }
 
   const desired = desiredPods(workload);
   const blocked = pendingRevision(workload, desired) ?? rolloutInProgress(workload, desired, live.length);
   if (blocked !== undefined) return blocked;
 
-  if (desired === 0) return wait(`scaled to 0: waiting for ${pods(live.length)} to go`);
-  if (live.length < desired) return wait(`${live.length} of ${desired} pods exist: replacement not available yet`);
+  if (desired === 0) return wait('availability', `scaled to 0: waiting for ${pods(live.length)} to go`);
+  if (live.length < desired) return wait('availability', `${live.length} of ${desired} pods exist: replacement not available yet`);
 
   const available = live.filter((pod) => isAvailable(pod, workload.minReadySeconds, now));
   if (workload.kind === 'StatefulSet') return planStatefulSet(input, desired, live, stale, available.length);
@@ -169,7 +175,7 @@ export function planEvictions(input: EvictionInput): EvictionPlan {
   // the budget left after them: a plan never holds more than `budget` pods.
   const victims = [...notReady.slice(0, budget), ...availableStale.slice(0, allowance)];
   if (victims.length === 0) {
-    return wait(`${available.length} of ${desired} pods available, at most ${budget} may be unavailable: replacement not available yet`);
+    return wait('availability', `${available.length} of ${desired} pods available, at most ${budget} may be unavailable: replacement not available yet`);
   }
   return evict(victims, budget);
 }
@@ -184,8 +190,8 @@ function planStatefulSet(
   // A StatefulSet recreates an ordinal only once the old pod is gone: while
   // one terminates, a second eviction would take two members down at once.
   const terminating = input.pods.filter((pod) => pod.deleting).length;
-  if (terminating > 0) return wait(`${pods(terminating)} terminating: replacement not available yet`);
-  if (live.length > desired) return wait(`${live.length} pods for ${desired} desired: waiting for the scale-down`);
+  if (terminating > 0) return wait('availability', `${pods(terminating)} terminating: replacement not available yet`);
+  if (live.length > desired) return wait('rollout-in-progress', `${live.length} pods for ${desired} desired: waiting for the scale-down`);
   if (available === desired) return evict([...stale].sort(highestOrdinalFirst).slice(0, 1), 1);
   // Evicting a member that is not Ready cannot cost quorum; any other
   // unavailable member (a replacement still starting) must become available first.
@@ -193,7 +199,7 @@ function planStatefulSet(
   if (unavailable.every((pod) => pod.readySince === undefined && stale.includes(pod))) {
     return evict([...unavailable].sort(highestOrdinalFirst).slice(0, 1), 1);
   }
-  return wait(`${available} of ${desired} pods available: replacement not available yet`);
+  return wait('availability', `${available} of ${desired} pods available: replacement not available yet`);
 }
 
 /** A pending update revision an evicted pod would pick up, or a staged update the restart must not disturb. */
@@ -230,20 +236,20 @@ function rolloutInProgress(workload: WorkloadSummary, desired: number, existing:
       if (workload.paused) return undefined;
       const replicas = status.replicas ?? 0;
       const updated = status.updatedReplicas ?? 0;
-      if (updated !== replicas) return wait(`a rollout is in progress: ${updated} of ${replicas} replicas updated`);
-      if (replicas > desired) return wait(`a rollout is in progress: ${replicas} replicas for ${desired} desired`);
-      if (existing > desired) return wait(`${existing} pods for ${desired} desired: waiting for the scale-down`);
+      if (updated !== replicas) return wait('rollout-in-progress', `a rollout is in progress: ${updated} of ${replicas} replicas updated`);
+      if (replicas > desired) return wait('rollout-in-progress', `a rollout is in progress: ${replicas} replicas for ${desired} desired`);
+      if (existing > desired) return wait('rollout-in-progress', `${existing} pods for ${desired} desired: waiting for the scale-down`);
       return undefined;
     }
     case 'StatefulSet':
       if (strategy.type === 'RollingUpdate' && (strategy.partition ?? 0) === 0 && status.currentRevision !== status.updateRevision) {
-        return wait(`a rolling update is in progress: ${status.updatedReplicas ?? 0} of ${desired} pods updated`);
+        return wait('rollout-in-progress', `a rolling update is in progress: ${status.updatedReplicas ?? 0} of ${desired} pods updated`);
       }
       return undefined;
     case 'DaemonSet': {
       const updated = status.updatedNumberScheduled ?? 0;
       if (strategy.type === 'RollingUpdate' && updated < desired) {
-        return wait(`a rolling update is in progress: ${updated} of ${desired} pods updated`);
+        return wait('rollout-in-progress', `a rolling update is in progress: ${updated} of ${desired} pods updated`);
       }
       return undefined;
     }
@@ -293,8 +299,8 @@ function pods(count: number): string {
 
 const DONE: EvictionPlan = Object.freeze({ action: 'done' });
 
-function wait(reason: string): EvictionPlan {
-  return Object.freeze({ action: 'wait', reason });
+function wait(cause: EvictionWaitCause, reason: string): EvictionPlan {
+  return Object.freeze({ action: 'wait', cause, reason });
 }
 
 function skip(reason: string): EvictionPlan {

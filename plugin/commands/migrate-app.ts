@@ -1,11 +1,12 @@
 /**
  * `driftless migrate-app [FILE|-]`: rewrites an Argo CD Application whose
  * source is native Helm or Kustomize to the equivalent Driftless plugin source,
- * `plugin: {name: driftless-v1, parameters: [...]}`. Only the `helm:` or
- * `kustomize:` block of each migrated source is replaced (in place, so key
- * order, comments and the rest of the document stay as written). A field the
- * plugin cannot carry over with the same meaning is refused with its path and
- * the reason, instead of being silently dropped.
+ * `plugin: {name: driftless-v1, parameters: [...]}`. Only the text of the
+ * `helm:` or `kustomize:` entry of each migrated source is replaced, spliced by
+ * its source range: the rest of the file (comments, spacing, line breaks, other
+ * documents) stays byte for byte, and a JSON file stays JSON. Fields the plugin
+ * cannot carry over with the same meaning are refused, all of them at once,
+ * each with its document, path and reason, instead of being silently dropped.
  */
 import { readFile } from 'node:fs/promises';
 import { Document, isMap, isScalar, isSeq, parseAllDocuments } from 'yaml';
@@ -49,24 +50,31 @@ async function readStdin(stdin: AsyncIterable<Buffer | string>): Promise<string>
 }
 
 /**
- * Migrates every Application in a YAML stream (other documents pass through). Throws
- * InvalidInputError (exit 4) for unreadable YAML or no Application, UsageError (exit 2)
- * for a field that cannot be carried over or when no source needs migrating.
+ * Migrates every Application in a YAML (or JSON) stream. Only the text of each
+ * migrated `helm:`/`kustomize:` entry changes: everything else — other
+ * documents, comments, spacing, line breaks — stays byte for byte, and a JSON
+ * Application stays JSON. Throws InvalidInputError (exit 4) for unreadable YAML
+ * or no Application, UsageError (exit 2) listing every field of the stream
+ * that cannot be carried over, or when no source needs migrating.
  */
 export function migrateApplications(text: string, label = '<input>'): Migration {
   const documents = parseAllDocuments(text, { prettyErrors: false, keepSourceTokens: false });
   if (!Array.isArray(documents)) throw new InvalidInputError({ file: label }, 'no YAML documents');
   const notes: string[] = [];
+  const refusals: string[] = [];
+  const edits: Edit[] = [];
+  const style = textStyle(text);
   let applications = 0;
   let migrated = 0;
   for (const [index, document] of documents.entries()) {
     const [error] = document.errors;
-    if (error !== undefined) throw new InvalidInputError({ file: label, document: index + 1 }, `not valid YAML: ${error.message.split('\n')[0]}`);
+    // Numbered from #0, as generate numbers documents.
+    if (error !== undefined) throw new InvalidInputError({ file: label, document: index }, `not valid YAML: ${error.message.split('\n')[0]}`);
     const root = document.contents;
     if (!isMap(root) || scalarText(root.get('kind', true)) !== 'Application' || !String(scalarText(root.get('apiVersion', true)) ?? '').startsWith('argoproj.io/')) continue;
     applications++;
     const spec = root.get('spec', true);
-    if (!isMap(spec)) throw new InvalidInputError({ file: label, document: index + 1 }, 'the Application has no spec mapping');
+    if (!isMap(spec)) throw new InvalidInputError({ file: label, document: index }, 'the Application has no spec mapping');
     const source = spec.get('source', true);
     const sources = spec.get('sources', true);
     const targets: { node: YAMLMap; where: string }[] = [];
@@ -77,57 +85,144 @@ export function migrateApplications(text: string, label = '<input>'): Migration 
       });
     }
     for (const { node, where } of targets) {
-      const outcome = migrateSource(document, node, where);
-      if (outcome.migrated) migrated++;
-      else if (outcome.note !== undefined) notes.push(outcome.note);
+      const found: string[] = [];
+      const outcome = migrateSource(node, where, (reason) => found.push(reason), (note) => notes.push(`${label}#${index} ${note}`));
+      refusals.push(...found.map((reason) => `#${index} ${reason}`));
+      if (outcome === undefined || found.length > 0) continue;
+      migrated++;
+      const oneLine = node.range !== null && node.range !== undefined && !/[\r\n]/.test(text.slice(node.range[0], node.range[1]));
+      edits.push(pluginEdit(text, outcome.pair, outcome.plugin, { json: root.flow === true, flow: node.flow === true, oneLine, style }));
     }
   }
   if (applications === 0) throw new InvalidInputError({ file: label }, 'no Argo CD Application (apiVersion argoproj.io/v1alpha1, kind Application) found');
+  if (refusals.length > 0) {
+    throw new UsageError(`${label}: cannot be migrated, nothing was written (${refusals.length} problem${refusals.length === 1 ? '' : 's'}):\n  ${refusals.join('\n  ')}`);
+  }
   if (migrated === 0) {
     throw new UsageError(`${label}: no source with a helm or kustomize block to migrate${notes.length > 0 ? ` (${notes.join('; ')})` : ''}`);
   }
-  // flowCollectionPadding off: `{prune: true}` stays as written rather than becoming `{ prune: true }`.
-  return { text: documents.map((document) => document.toString({ flowCollectionPadding: false })).join(''), notes };
+  return { text: applyEdits(text, edits), notes };
 }
 
-/** What happened to one source: migrated, or left alone (with a note for stderr, or silently). */
-type SourceOutcome = { readonly migrated: true } | { readonly migrated: false; readonly note?: string };
+/** One replacement in the input text: `[start, end)` becomes `text`. */
+interface Edit {
+  readonly start: number;
+  readonly end: number;
+  readonly text: string;
+}
 
-/** Replaces one source's helm/kustomize block. */
-function migrateSource(document: Document, source: YAMLMap, where: string): SourceOutcome {
-  const has = (key: string): boolean => source.has(key);
-  if (has('plugin')) return { migrated: false };
-  const kinds = ['helm', 'kustomize', 'directory'].filter(has);
-  if (kinds.length > 1) throw new UsageError(`${where}: has both ${kinds.join(' and ')}; Argo CD refuses such a source too`);
-  if (has('chart')) {
-    if (!has('helm')) return { migrated: false, note: `${where} is a chart from a Helm repository (chart:); left as it is` };
-    throw new UsageError(`${where}.chart: a chart from a Helm repository cannot be carried over: the plugin renders a path in Git (vendor the chart into the repository)`);
+/** How the input writes what the edits add: its line break and, for JSON, its indentation unit. */
+interface TextStyle {
+  readonly newline: '\n' | '\r\n';
+  /** The indentation of the first nested line, or '' when the JSON is on one line. */
+  readonly jsonIndent: string;
+}
+
+function textStyle(text: string): TextStyle {
+  const newline = text.includes('\r\n') ? '\r\n' : '\n';
+  // The first line that starts with whitespace and holds something: its whitespace is one level.
+  const indent = /\n([ \t]+)\S/.exec(text)?.[1] ?? '';
+  return { newline, jsonIndent: indent };
+}
+
+/** The edit that replaces the `helm:`/`kustomize:` entry `pair` with `plugin: <plugin>`, written as its surroundings are. */
+function pluginEdit(text: string, pair: Pair, plugin: Record<string, unknown>, context: { json: boolean; flow: boolean; oneLine: boolean; style: TextStyle }): Edit {
+  const key = pair.key as Node;
+  const value = pair.value as Node | null;
+  const start = key.range?.[0] ?? 0;
+  let end = value?.range?.[1] ?? key.range?.[1] ?? start;
+  // A block collection's range ends after its last line break; the break belongs to what follows.
+  while (end > start && /[\r\n]/.test(text[end - 1] as string)) end--;
+  const lineStart = text.lastIndexOf('\n', start - 1) + 1;
+  const { newline, jsonIndent } = context.style;
+  let inserted: string;
+  if (context.json) {
+    // JSON in, JSON out: the same indentation unit, nested lines under the key's line.
+    const lineIndent = /^[ \t]*/.exec(text.slice(lineStart, start))?.[0] ?? '';
+    // A source written on one line gets the plugin on that line too.
+    const indent = context.oneLine || jsonIndent === '' ? undefined : jsonIndent;
+    const body = JSON.stringify(plugin, null, indent).replaceAll('\n', `\n${lineIndent}`);
+    inserted = `"plugin":${jsonIndent === '' ? '' : ' '}${body}`;
+  } else if (context.flow) {
+    // Inside a flow mapping a block cannot start: one line of flow.
+    const flow = new Document(plugin, { version: '1.1' }).toString({ collectionStyle: 'flow', flowCollectionPadding: false, lineWidth: 0 });
+    inserted = `plugin: ${flow.replace(/\n$/, '')}`;
+  } else {
+    // YAML 1.1 quoting, so a value such as `yes` or `on` stays a string for Argo CD's Go reader.
+    const block = new Document({ plugin }, { version: '1.1' }).toString({ flowCollectionPadding: false }).replace(/\n$/, '');
+    inserted = block.replaceAll('\n', `\n${' '.repeat(start - lineStart)}`);
   }
-  if (kinds[0] === 'directory') return { migrated: false, note: `${where} is a directory source; left as it is` };
+  return { start, end, text: inserted.replaceAll('\n', newline) };
+}
+
+function applyEdits(text: string, edits: readonly Edit[]): string {
+  let out = text;
+  for (const edit of [...edits].sort((a, b) => b.start - a.start)) out = `${out.slice(0, edit.start)}${edit.text}${out.slice(edit.end)}`;
+  return out;
+}
+
+/** A migrated source: the entry to replace and the plugin source that replaces it. */
+interface SourceMigration {
+  readonly pair: Pair;
+  readonly plugin: Record<string, unknown>;
+}
+
+/**
+ * Works out one source's plugin source. Every field that cannot be carried over
+ * is passed to `reject` (all of them, not the first only); a source left as it
+ * is returns undefined, with a note when the user should know why.
+ */
+function migrateSource(source: YAMLMap, where: string, reject: (reason: string) => void, note: (text: string) => void): SourceMigration | undefined {
+  const has = (key: string): boolean => source.has(key);
+  if (has('plugin')) return undefined;
+  const kinds = ['helm', 'kustomize', 'directory'].filter(has);
+  if (kinds.length > 1) {
+    reject(`${where}: has both ${kinds.join(' and ')}; Argo CD refuses such a source too`);
+    return undefined;
+  }
+  if (has('chart')) {
+    if (!has('helm')) note(`${where} is a chart from a Helm repository (chart:); left as it is`);
+    else reject(`${where}.chart: a chart from a Helm repository cannot be carried over: the plugin renders a path in Git (vendor the chart into the repository)`);
+    return undefined;
+  }
+  if (kinds[0] === 'directory') {
+    note(`${where} is a directory source; left as it is`);
+    return undefined;
+  }
   const kind = kinds[0];
   if (kind === undefined) {
-    return has('path')
-      ? { migrated: false, note: `${where} has no helm or kustomize block; left as it is (Argo CD detects its type; add plugin: {name: ${PLUGIN_NAME}} if it is Helm or Kustomize)` }
-      : { migrated: false };
+    if (has('path')) note(`${where} has no helm or kustomize block; left as it is (Argo CD detects its type; add plugin: {name: ${PLUGIN_NAME}} if it is Helm or Kustomize)`);
+    return undefined;
   }
   const block = source.get(kind, true);
   const blockWhere = `${where}.${kind}`;
-  const parameters = block === null || block === undefined || (isScalar(block) && block.value === null)
-    ? []
-    : isMap(block)
-      ? kind === 'helm' ? helmParameters(block, blockWhere) : kustomizeParameters(block, blockWhere)
-      : refuse(blockWhere, 'must be a mapping');
+  const check = (step: () => void): void => {
+    try {
+      step();
+    } catch (error) {
+      if (!(error instanceof Refusal)) throw error;
+      reject(error.message);
+    }
+  };
+  let parameters: PluginParameter[] = [];
+  if (block === null || block === undefined || (isScalar(block) && block.value === null)) parameters = [];
+  else if (!isMap(block)) reject(`${blockWhere}: must be a mapping`);
+  else parameters = kind === 'helm' ? helmParameters(block, blockWhere, check, note) : kustomizeParameters(block, blockWhere, check);
   const pair = source.items.find((item) => scalarText(item.key as Node) === kind) as Pair;
-  const plugin: Record<string, unknown> = { name: PLUGIN_NAME };
   // Pinned, so an app whose path holds both a kustomization and Chart.yaml renders as it did before.
-  plugin['parameters'] = [{ name: 'source-type', string: kind }, ...parameters];
-  pair.key = document.createNode('plugin');
-  pair.value = document.createNode(plugin);
-  return { migrated: true };
+  return { pair, plugin: { name: PLUGIN_NAME, parameters: [{ name: 'source-type', string: kind }, ...parameters] } };
 }
 
+/** A field that cannot be carried over: thrown by the field's reader, collected by `check` so every one is reported. */
+class Refusal extends Error {
+  override readonly name = 'Refusal';
+}
+
+/** Runs one field's step, collecting its refusal instead of stopping at it. */
+type Check = (step: () => void) => void;
+
 function refuse(where: string, reason: string): never {
-  throw new UsageError(`${where}: ${reason}`);
+  throw new Refusal(`${where}: ${reason}`);
 }
 
 /** A field's reader: the value as JSON plus its node, for YAML text. */
@@ -193,57 +288,74 @@ const HELM_FIELDS = [
   'version', 'passCredentials',
 ];
 
-function helmParameters(block: YAMLMap, where: string): PluginParameter[] {
+function helmParameters(block: YAMLMap, where: string, check: Check, note: (text: string) => void): PluginParameter[] {
   const fields = fieldsOf(block);
   for (const key of fields.keys()) {
-    if (!HELM_FIELDS.includes(key)) refuse(`${where}.${key}`, 'is not a field the plugin knows how to carry over');
+    check(() => {
+      if (!HELM_FIELDS.includes(key)) refuse(`${where}.${key}`, 'is not a field the plugin knows how to carry over');
+    });
   }
   const out: PluginParameter[] = [];
   const get = (key: string): unknown => fields.get(key)?.value;
-  const text = (key: string, name: string): void => {
+  const text = (key: string, name: string): void => check(() => {
     const value = get(key);
     if (value === undefined || value === null || value === '') return;
     out.push({ name, string: asText(`${where}.${key}`, value) });
-  };
-  const flag = (key: string, name: string): void => {
+  });
+  const flag = (key: string, name: string): void => check(() => {
     const value = get(key);
     if (value === undefined || value === null) return;
     if (asBool(`${where}.${key}`, value)) out.push({ name, string: 'true' });
-  };
+  });
 
-  const version = get('version');
-  const versionText = version === undefined || version === null ? '' : asText(`${where}.version`, version);
-  if (versionText !== '' && !/^v?3$/.test(versionText)) {
-    refuse(`${where}.version`, `Helm ${versionText} is not available: the plugin renders with its own pinned helm`);
-  }
-  if (get('passCredentials') === true) {
-    refuse(`${where}.passCredentials`, 'the plugin never fetches from Helm repositories, so it has no credentials to pass; vendor the dependencies (charts/)');
-  }
+  check(() => {
+    const version = get('version');
+    const versionText = version === undefined || version === null ? '' : asText(`${where}.version`, version);
+    if (versionText !== '' && !/^v?3$/.test(versionText)) {
+      refuse(`${where}.version`, `Helm ${versionText} is not available: the plugin renders with its own pinned helm`);
+    }
+    // Argo CD's only Helm is 3; the plugin's is 4, which renders Helm 3 charts but is not Helm 3: say so, do not drop it silently.
+    if (versionText !== '') note(`${where}.version: ${versionText} dropped: the plugin renders with its pinned Helm 4, which reads Helm 3 charts but may differ in details; compare the rendered output before switching`);
+  });
+  check(() => {
+    if (get('passCredentials') === true) {
+      refuse(`${where}.passCredentials`, 'the plugin never fetches from Helm repositories, so it has no credentials to pass; vendor the dependencies (charts/)');
+    }
+  });
   text('releaseName', 'release-name');
   text('namespace', 'namespace');
-  const valueFiles = get('valueFiles');
-  if (valueFiles !== undefined && valueFiles !== null) {
+  check(() => {
+    const valueFiles = get('valueFiles');
+    if (valueFiles === undefined || valueFiles === null) return;
     const files = asStrings(`${where}.valueFiles`, valueFiles);
-    files.forEach((file, index) => {
+    let refused = false;
+    files.forEach((file, index) => check(() => {
       const at = `${where}.valueFiles[${index}]`;
-      checkNotRefSource(at, file);
-      if (/^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(file)) refuse(at, 'is a URL: the plugin reads values files from the repository only');
-    });
-    if (files.length > 0) out.push({ name: 'values-files', array: files });
-  }
+      try {
+        checkNotRefSource(at, file);
+        if (/^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(file)) refuse(at, 'is a URL: the plugin reads values files from the repository only');
+      } catch (error) {
+        refused = true;
+        throw error;
+      }
+    }));
+    if (!refused && files.length > 0) out.push({ name: 'values-files', array: files });
+  });
   flag('ignoreMissingValueFiles', 'ignore-missing-value-files');
   text('values', 'values');
-  const valuesObject = fields.get('valuesObject');
-  if (valuesObject !== undefined && valuesObject.value !== null) {
+  check(() => {
+    const valuesObject = fields.get('valuesObject');
+    if (valuesObject === undefined || valuesObject.value === null) return;
     if (typeof valuesObject.value !== 'object' || Array.isArray(valuesObject.value)) refuse(`${where}.valuesObject`, 'must be a mapping');
     out.push({ name: 'values-object', string: yamlText(valuesObject.node) });
-  }
-  const parameters = get('parameters');
-  if (parameters !== undefined && parameters !== null) {
+  });
+  check(() => {
+    const parameters = get('parameters');
+    if (parameters === undefined || parameters === null) return;
     if (!Array.isArray(parameters)) refuse(`${where}.parameters`, 'must be a list');
     const set: Record<string, string> = {};
     const setString: Record<string, string> = {};
-    parameters.forEach((item: unknown, index) => {
+    parameters.forEach((item: unknown, index) => check(() => {
       const at = `${where}.parameters[${index}]`;
       if (typeof item !== 'object' || item === null) refuse(at, 'must be {name, value, forceString}');
       const { name, value, forceString, ...rest } = item as Record<string, unknown>;
@@ -255,15 +367,16 @@ function helmParameters(block: YAMLMap, where: string): PluginParameter[] {
       // Argo CD keeps --set and --set-string in two maps, so a later parameter with the same name wins, as here.
       const force = forceString === undefined || forceString === null ? false : asBool(`${at}.forceString`, forceString);
       (force ? setString : set)[key] = literal;
-    });
+    }));
     if (Object.keys(set).length > 0) out.push({ name: 'set', map: set });
     if (Object.keys(setString).length > 0) out.push({ name: 'set-string', map: setString });
-  }
-  const fileParameters = get('fileParameters');
-  if (fileParameters !== undefined && fileParameters !== null) {
+  });
+  check(() => {
+    const fileParameters = get('fileParameters');
+    if (fileParameters === undefined || fileParameters === null) return;
     if (!Array.isArray(fileParameters)) refuse(`${where}.fileParameters`, 'must be a list');
     const files: Record<string, string> = {};
-    fileParameters.forEach((item: unknown, index) => {
+    fileParameters.forEach((item: unknown, index) => check(() => {
       const at = `${where}.fileParameters[${index}]`;
       if (typeof item !== 'object' || item === null) refuse(at, 'must be {name, path}');
       const { name, path, ...rest } = item as Record<string, unknown>;
@@ -272,18 +385,19 @@ function helmParameters(block: YAMLMap, where: string): PluginParameter[] {
       const filePath = asText(`${at}.path`, path ?? '');
       checkNotRefSource(`${at}.path`, filePath);
       files[asText(`${at}.name`, name ?? '')] = filePath;
-    });
+    }));
     if (Object.keys(files).length > 0) out.push({ name: 'file-parameters', map: files });
-  }
+  });
   flag('skipCrds', 'skip-crds');
   flag('skipTests', 'skip-tests');
   flag('skipSchemaValidation', 'skip-schema-validation');
   text('kubeVersion', 'kube-version');
-  const apiVersions = get('apiVersions');
-  if (apiVersions !== undefined && apiVersions !== null) {
+  check(() => {
+    const apiVersions = get('apiVersions');
+    if (apiVersions === undefined || apiVersions === null) return;
     const list = asStrings(`${where}.apiVersions`, apiVersions);
     if (list.length > 0) out.push({ name: 'api-versions', array: list });
-  }
+  });
   return out;
 }
 
@@ -293,51 +407,56 @@ const KUSTOMIZE_FIELDS = [
   'patches', 'components', 'ignoreMissingComponents', 'kubeVersion', 'apiVersions', 'version',
 ];
 
-function kustomizeParameters(block: YAMLMap, where: string): PluginParameter[] {
+function kustomizeParameters(block: YAMLMap, where: string, check: Check): PluginParameter[] {
   const fields = fieldsOf(block);
   for (const key of fields.keys()) {
-    if (!KUSTOMIZE_FIELDS.includes(key)) refuse(`${where}.${key}`, 'is not a field the plugin knows how to carry over');
+    check(() => {
+      if (!KUSTOMIZE_FIELDS.includes(key)) refuse(`${where}.${key}`, 'is not a field the plugin knows how to carry over');
+    });
   }
   const out: PluginParameter[] = [];
   const get = (key: string): unknown => fields.get(key)?.value;
   const present = (key: string): boolean => get(key) !== undefined && get(key) !== null;
-  const text = (key: string, name: string): void => {
+  const text = (key: string, name: string): void => check(() => {
     if (present(key) && get(key) !== '') out.push({ name, string: asText(`${where}.${key}`, get(key)) });
-  };
-  const flag = (key: string, name: string): void => {
+  });
+  const flag = (key: string, name: string): void => check(() => {
     if (present(key) && asBool(`${where}.${key}`, get(key))) out.push({ name, string: 'true' });
-  };
-  const list = (key: string, name: string): void => {
+  });
+  const list = (key: string, name: string): void => check(() => {
     if (!present(key)) return;
     const items = asStrings(`${where}.${key}`, get(key));
     if (items.length > 0) out.push({ name, array: items });
-  };
-  const map = (key: string, name: string): void => {
+  });
+  const map = (key: string, name: string): void => check(() => {
     if (!present(key)) return;
     const record = asStringRecord(`${where}.${key}`, get(key));
     if (Object.keys(record).length > 0) out.push({ name, map: record });
-  };
+  });
 
-  if (present('version') && get('version') !== '') {
-    refuse(`${where}.version`, 'the plugin renders with its own pinned kustomize; remove the field (or keep the native source)');
-  }
+  check(() => {
+    if (present('version') && get('version') !== '') {
+      refuse(`${where}.version`, 'the plugin renders with its own pinned kustomize; remove the field (or keep the native source)');
+    }
+  });
   text('namePrefix', 'name-prefix');
   text('nameSuffix', 'name-suffix');
   list('images', 'images');
-  if (present('replicas')) {
+  check(() => {
+    if (!present('replicas')) return;
     const replicas = get('replicas');
     if (!Array.isArray(replicas)) refuse(`${where}.replicas`, 'must be a list of {name, count}');
     const counts: Record<string, string> = {};
-    replicas.forEach((item: unknown, index) => {
+    replicas.forEach((item: unknown, index) => check(() => {
       const at = `${where}.replicas[${index}]`;
       if (typeof item !== 'object' || item === null) refuse(at, 'must be {name, count}');
       const { name, count } = item as Record<string, unknown>;
       const text = asText(`${at}.count`, count ?? '');
       if (!/^[+-]?\d+$/.test(text.trim())) refuse(`${at}.count`, 'must be an integer');
       counts[asText(`${at}.name`, name ?? '')] = text.trim();
-    });
+    }));
     if (Object.keys(counts).length > 0) out.push({ name: 'replicas', map: counts });
-  }
+  });
   map('commonLabels', 'common-labels');
   flag('forceCommonLabels', 'force-common-labels');
   flag('labelWithoutSelector', 'label-without-selector');
@@ -346,10 +465,11 @@ function kustomizeParameters(block: YAMLMap, where: string): PluginParameter[] {
   flag('commonAnnotationsEnvsubst', 'common-annotations-envsubst');
   flag('forceCommonAnnotations', 'force-common-annotations');
   text('namespace', 'kustomize-namespace');
-  if (present('patches')) {
+  check(() => {
+    if (!present('patches')) return;
     if (!Array.isArray(get('patches'))) refuse(`${where}.patches`, 'must be a list');
     if ((get('patches') as unknown[]).length > 0) out.push({ name: 'patches', string: yamlText(fields.get('patches')?.node) });
-  }
+  });
   list('components', 'components');
   flag('ignoreMissingComponents', 'ignore-missing-components');
   text('kubeVersion', 'kube-version');

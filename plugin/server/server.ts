@@ -46,6 +46,24 @@ export class ServerStartError extends Error {
   override readonly name = 'ServerStartError';
 }
 
+/** `driftless serve --help`. */
+export function serveUsageText(): string {
+  return [
+    'Usage: driftless serve [--socket PATH] [--max-renders N]',
+    '',
+    'Runs the render server, the plugin sidecar\'s second container: a warm process that `driftless generate`',
+    `hands its render to when ${SOCKET_VARIABLE} names the socket, so a render does not pay for a cold start.`,
+    'Beyond N renders at once a render is handed back to its own process. Stops on SIGTERM or SIGINT after',
+    'the renders under way have answered.',
+    '',
+    `  --socket PATH       the unix socket to listen on, an absolute path (default: ${SOCKET_VARIABLE})`,
+    `  --max-renders N     renders at once, 1 to 9999 (default: ${DEFAULT_MAX_RENDERS})`,
+    '',
+    'Exit codes: 0 stopped by a signal, 1 other failure, 2 usage (flags, socket path).',
+    '',
+  ].join('\n');
+}
+
 /** Parses `driftless serve [--socket PATH] [--max-renders N]` (socket else DRIFTLESS_RENDER_SOCKET). Throws UsageError. */
 export function parseServeConfig(argv: readonly string[], env: Readonly<Record<string, string | undefined>>): ServeConfig {
   let socketPath: string | undefined;
@@ -54,7 +72,7 @@ export function parseServeConfig(argv: readonly string[], env: Readonly<Record<s
     const arg = argv[i] as string;
     const [flag, inline] = arg.startsWith('--') && arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
     if (flag !== '--socket' && flag !== '--max-renders') {
-      throw new UsageError(`serve: unknown argument ${JSON.stringify(arg)}: expected --socket PATH or --max-renders N (see driftless --help)`);
+      throw new UsageError(`serve: unknown argument ${JSON.stringify(arg)}: expected --socket PATH or --max-renders N (see driftless serve --help)`);
     }
     const value = inline ?? argv[++i];
     if (value === undefined) throw new UsageError(`serve: ${flag} needs a ${flag === '--socket' ? 'path' : 'number'}`);

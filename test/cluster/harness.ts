@@ -13,6 +13,7 @@ import { createServer, type AddressInfo, type Server } from 'node:net';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { createApiClient, type ApiClient, type ApiCredentials, type KubeObject } from './api.ts';
+import { auditFlags, filterAudit, readAuditLog, renderAuditPolicy, serviceAccountUser, type AuditEvent, type AuditFilter } from './audit.ts';
 import { ensureClusterBinaries, type CachedCrd } from './build.ts';
 import { bindKubectl, type Kubectl } from './kubectl.ts';
 import { fakeNodeAnnotation, renderKwokStages } from './kwok-stages.ts';
@@ -20,7 +21,7 @@ import { startComponent, tailLog, type Component, type ComponentSpec } from './p
 import { createStateDir, removeAbandonedStateDirs } from './state-dirs.ts';
 import { waitFor } from '../support/wait.ts';
 
-export { readinessAnnotation } from './kwok-stages.ts';
+export { readinessAnnotation, readyDelayAnnotation } from './kwok-stages.ts';
 
 /** Options of `startCluster`. All optional. */
 export interface ClusterOptions {
@@ -37,6 +38,11 @@ export interface ClusterOptions {
    * cache, a restarted server answers 410 Expired for versions older than its cache.
    */
   readonly watchCache?: boolean;
+  /**
+   * Write the API server's audit log (default false): every write at Metadata level with
+   * its user, read with `cluster.audit()`. See `audit.ts`.
+   */
+  readonly auditLog?: boolean;
   /** Also run the real Argo Rollouts controller (default false). */
   readonly rolloutsController?: boolean;
   /** Keep the temp dir (state and logs) after `stop()` (default: only if DRIFTLESS_KEEP_CLUSTER is set). */
@@ -76,6 +82,19 @@ export interface Cluster {
   kubeconfigFor(namespace: string, serviceAccount: string): Promise<string>;
   /** Creates a fresh namespace and waits until its `default` ServiceAccount exists (pods need it). */
   newNamespace(prefix?: string): Promise<string>;
+  /**
+   * Creates a ServiceAccount bound cluster-wide to `clusterRole` (default `cluster-admin`), so a
+   * process under test runs as its own identity (its writes tell apart in the audit log).
+   * @returns its username, `system:serviceaccount:<namespace>:<name>`.
+   */
+  createServiceAccount(namespace: string, name: string, clusterRole?: string): Promise<string>;
+  /** Path of the audit log, when started with `auditLog: true`. */
+  readonly auditLogPath: string | undefined;
+  /**
+   * The audit log's complete entries matching `filter`, in log order.
+   * @throws {Error} when the cluster was started without `auditLog: true`.
+   */
+  audit(filter?: AuditFilter): Promise<AuditEvent[]>;
   /** Stops and restarts kube-apiserver on the same port and data, for watch-resume tests. */
   restartApiServer(): Promise<void>;
   /** The last lines of every component's log, for a failing test to print. */
@@ -226,6 +245,9 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     const tokenFile = join(stateDir, 'tokens.csv');
     const certDir = join(stateDir, 'pki');
     const kubeconfigPath = join(stateDir, 'admin.kubeconfig');
+    const auditPolicyPath = join(stateDir, 'audit-policy.yaml');
+    const auditLogPath = options.auditLog === true ? join(logDir, 'audit.log') : undefined;
+    if (auditLogPath !== undefined) await writeFile(auditPolicyPath, renderAuditPolicy());
     const { privateKey } = generateKeyPairSync('rsa', {
       modulusLength: 2048,
       privateKeyEncoding: { type: 'pkcs1', format: 'pem' },
@@ -280,6 +302,8 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
         '--allow-privileged=true',
         '--profiling=false',
         ...(options.watchCache === false ? ['--watch-cache=false'] : []),
+        // Appended across restarts: the same file holds the whole run.
+        ...(auditLogPath === undefined ? [] : auditFlags(auditPolicyPath, auditLogPath)),
       ],
     };
     run(apiServerSpec);
@@ -421,6 +445,26 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
           exists(adminClient, `/api/v1/namespaces/${name}/serviceaccounts/default`),
         );
         return name;
+      },
+      async createServiceAccount(namespace, name, clusterRole = 'cluster-admin') {
+        await adminClient.request('POST', `/api/v1/namespaces/${namespace}/serviceaccounts`, {
+          apiVersion: 'v1',
+          kind: 'ServiceAccount',
+          metadata: { name },
+        });
+        await adminClient.request('POST', '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', {
+          apiVersion: 'rbac.authorization.k8s.io/v1',
+          kind: 'ClusterRoleBinding',
+          metadata: { name: `driftless-test:${namespace}:${name}` },
+          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: clusterRole },
+          subjects: [{ kind: 'ServiceAccount', namespace, name }],
+        });
+        return serviceAccountUser(namespace, name);
+      },
+      auditLogPath,
+      async audit(filter = {}) {
+        if (auditLogPath === undefined) throw new Error('the cluster was started without auditLog: true');
+        return filterAudit(await readAuditLog(auditLogPath), filter);
       },
       async restartApiServer() {
         await components.get('kube-apiserver')?.stop();

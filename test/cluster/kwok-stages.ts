@@ -10,6 +10,13 @@ import { stringify } from 'yaml';
 /** Pod annotation: `"false"` keeps the pod Running but not Ready (health gating tests). */
 export const readinessAnnotation = 'driftless.dev/test-ready';
 
+/**
+ * Pod annotation: a Go duration (`"4s"`) that replaces `podReadyDelayMs` for this pod, so the
+ * workloads of a fault test come up slowly (a restart lasts long enough for a fault to land
+ * in the middle of it) while the rest of the cluster stays fast.
+ */
+export const readyDelayAnnotation = 'driftless.dev/test-ready-delay';
+
 /** Node annotation that kwok's `--manage-nodes-with-annotation-selector` selects on. */
 export const fakeNodeAnnotation = 'kwok.x-k8s.io/node';
 
@@ -132,7 +139,12 @@ function stage(name: string, kind: 'Pod' | 'Node', spec: Record<string, unknown>
 
 /** Renders kwok's `--config` file: one YAML document per Stage. */
 export function renderKwokStages(timing: FakeKubeletTiming): string {
-  const readyDelay = { durationMilliseconds: timing.podReadyDelayMs };
+  // kwok reads a duration string from the expression; `//` (jq's alternative) gives the
+  // cluster's default when the pod has no such annotation.
+  const readyDelay = {
+    durationMilliseconds: timing.podReadyDelayMs,
+    durationFrom: { expressionFrom: `.metadata.annotations["${readyDelayAnnotation}"] // "${timing.podReadyDelayMs}ms"` },
+  };
   const stages = [
     stage('node-ready', 'Node', {
       selector: { matchExpressions: [{ key: readyConditionQuery, operator: 'NotIn', values: ['True'] }] },

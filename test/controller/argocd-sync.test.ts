@@ -13,7 +13,7 @@ import { BOOKKEEPING, formatTime } from '../../controller/bookkeeping.ts';
 import { reduceApplication, reduceWorkload } from '../../controller/cache/reduce.ts';
 import { ClusterView, workloadKey } from '../../controller/cache/cluster-view.ts';
 import { FakeClock } from '../../controller/clock.ts';
-import type { EventReason, EventRecorder } from '../../controller/events.ts';
+import { eventMessage, type EventReason, type EventRecorder } from '../../controller/events.ts';
 import type { OwnFields, Writes } from '../../controller/kube/writes.ts';
 import type { ApplicationSummary, PodSummary, WorkloadSummary } from '../../controller/model.ts';
 import { Reconciler } from '../../controller/reconciler.ts';
@@ -159,11 +159,8 @@ function harness(options: { syncWaitMs?: number; annotations?: Record<string, st
     },
   };
   const recorder: EventRecorder = {
-    async normal(_target, reason, message) {
-      events.push({ type: 'Normal', reason, message });
-    },
-    async warning(_target, reason, message) {
-      events.push({ type: 'Warning', reason, message });
+    async record(_target, event) {
+      events.push({ type: event.type, reason: event.reason, message: eventMessage(event) });
     },
   };
   const summary = workload('StatefulSet', 'web', { app: 'shop', secrets: ['db'], annotations: { 'reloader.stakater.com/auto': 'true', ...options.annotations }, spec: { replicas: 1 } });

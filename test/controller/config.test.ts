@@ -63,6 +63,8 @@ describe('parseControllerConfig: defaults', () => {
       watchSilenceTimeout: { ms: 300_000, text: '5m' },
       evictionBlockedWarning: { ms: 300_000, text: '5m' },
       restartCheckInterval: { ms: 5000, text: '5s' },
+      restartProgressDeadline: { ms: 600_000, text: '10m' },
+      maxClockSkew: { ms: 2000, text: '2s' },
       argocdTrackingMethod: 'annotation',
       argocdTrackingLabel: 'app.kubernetes.io/instance',
       argocdNamespace: 'argocd',

@@ -12,7 +12,7 @@ import { pino } from 'pino';
 import { BOOKKEEPING } from '../../controller/bookkeeping.ts';
 import { ClusterView, workloadKey } from '../../controller/cache/cluster-view.ts';
 import { FakeClock } from '../../controller/clock.ts';
-import type { EventReason, EventRecorder } from '../../controller/events.ts';
+import { eventMessage, type EventReason, type EventRecorder } from '../../controller/events.ts';
 import { FLEET_ANNOTATIONS, formatHalt, type FleetOptions } from '../../controller/fleet/safety.ts';
 import type { OwnFields, Writes } from '../../controller/kube/writes.ts';
 import type { PodSummary, WorkloadSummary } from '../../controller/model.ts';
@@ -58,11 +58,8 @@ function harness(options: { fleet?: FleetOptions; limiter?: (clock: FakeClock) =
     },
   };
   const recorder: EventRecorder = {
-    async normal(target, reason, message) {
-      events.push({ type: 'Normal', name: target.name, reason, message });
-    },
-    async warning(target, reason, message) {
-      events.push({ type: 'Warning', name: target.name, reason, message });
+    async record(target, event) {
+      events.push({ type: event.type, name: target.name, reason: event.reason, message: eventMessage(event) });
     },
   };
   const make = (): Reconciler => new Reconciler({

@@ -5,7 +5,9 @@
  * stopped is acted on at start; a controller restarted with nothing changed
  * evicts and writes nothing; a controller killed mid-restart continues it
  * without evicting any pod twice; and pods a rolling update creates after T
- * are left alone.
+ * are left alone; a kubectl replace (what an Argo CD Replace=true sync does)
+ * in the middle of a restart, or right after a rotation while the controller
+ * is down, loses no restart (the record, ADR 0007 §3a).
  *
  * Pods become Ready 3 s after binding, so a restart of a few pods takes long
  * enough to be interrupted (killed, or raced by a sync) half-way.
@@ -264,5 +266,70 @@ fixture.test('pods a rolling update creates after T are not evicted', async ({ c
     await assertNoDrift(cluster, synced, { namespace });
   } finally {
     await controller.stop();
+  }
+}, { timeout: 300_000 });
+
+/** `kubectl replace` of the Deployment as Git renders it (what an Argo CD `Replace=true` sync does): the controller's annotations go. */
+async function replaceAsGitRenders(cluster: Cluster, namespace: string, manifest: KubeObject): Promise<void> {
+  const object = structuredClone(manifest);
+  object.metadata = { ...object.metadata, namespace };
+  const result = await cluster.kubectl(['replace', '-f', '-', '-o', 'json'], { stdin: JSON.stringify(object) });
+  assert.equal(result.code, 0, `kubectl replace: ${result.stderr}`);
+  // The object as the replace stored it (the controller may write the annotations back a moment later).
+  const replaced = JSON.parse(result.stdout) as KubeObject;
+  assert.equal(replaced.metadata?.annotations?.['driftless.dev/restarted-for'], undefined, 'the replace removed the bookkeeping');
+}
+
+fixture.test('a kubectl replace in the middle of a restart loses nothing: the bookkeeping comes back from its record and every old pod is replaced once', async ({ cluster, namespace }) => {
+  const api = cluster.admin;
+  const workloadKey = `Deployment/${namespace}/app`;
+  const { manifest, podsBefore } = await deployApp(cluster, namespace, 4);
+  // The records live in the controller's namespace; here the test's, so they go with it.
+  const controller = await startControllerProcess(cluster, { args: [`--namespaces=${namespace}`, `--leader-election-namespace=${namespace}`] });
+  try {
+    await controller.ready();
+    await waitForRecord(api, namespace, 'app');
+    const uid = String((await read(api, `${COLLECTIONS.Deployment(namespace)}/app`)).metadata?.['uid']);
+    await waitFor('the restart record', () => read(api, `/api/v1/namespaces/${namespace}/configmaps/driftless-record-${uid}`).catch(() => undefined));
+    await rotateSecret(api, namespace, 'db', 'v2');
+    await controller.waitForLog('the first eviction', (line) => line.msg === 'evicted' && line['workload'] === workloadKey, { timeoutMs: 90_000 });
+    await replaceAsGitRenders(cluster, namespace, manifest);
+    assert.ok(evictedPods(controller.lines, workloadKey).length < 4, 'the replace hit a restart in progress');
+    await waitForAllReplaced(api, namespace, 'app', 4, podsBefore);
+    await waitForEvent(api, namespace, 'app', 'RestartFinished', RESTART_TIMEOUT_MS);
+    assert.ok(controller.lines.some((line) => String(line.msg).startsWith('the workload lost its bookkeeping annotations') && line['workload'] === workloadKey), 'restored from the record');
+    assert.deepEqual([...evictedPods(controller.lines, workloadKey)].sort(), names(podsBefore), 'each old pod evicted exactly once');
+    const started = (await eventsFor(api, namespace, 'app')).filter((event) => event['reason'] === 'RestartStarted');
+    assert.equal(started.length, 1, 'the restart was continued, not started again');
+  } finally {
+    await controller.stop();
+  }
+}, { timeout: 300_000 });
+
+fixture.test('a kubectl replace right after a rotation, while the controller is down: at start it restarts, it does not record the rotation as first sight', async ({ cluster, namespace }) => {
+  const api = cluster.admin;
+  const workloadKey = `Deployment/${namespace}/app`;
+  const { manifest, podsBefore } = await deployApp(cluster, namespace, 2);
+  const args = [`--namespaces=${namespace}`, `--leader-election-namespace=${namespace}`];
+  const first = await startControllerProcess(cluster, { args });
+  try {
+    await first.ready();
+    await waitForRecord(api, namespace, 'app');
+    const uid = String((await read(api, `${COLLECTIONS.Deployment(namespace)}/app`)).metadata?.['uid']);
+    await waitFor('the restart record', () => read(api, `/api/v1/namespaces/${namespace}/configmaps/driftless-record-${uid}`).catch(() => undefined));
+  } finally {
+    await first.stop();
+  }
+  await rotateSecret(api, namespace, 'db', 'v2');
+  await replaceAsGitRenders(cluster, namespace, manifest);
+  const second = await startControllerProcess(cluster, { args });
+  try {
+    await second.ready();
+    await waitForAllReplaced(api, namespace, 'app', 2, podsBefore);
+    await waitForEvent(api, namespace, 'app', 'RestartFinished', RESTART_TIMEOUT_MS);
+    assert.deepEqual([...evictedPods(second.lines, workloadKey)].sort(), names(podsBefore), 'each old pod evicted exactly once');
+    assert.ok(second.lines.some((line) => String(line.msg).startsWith('the workload lost its bookkeeping annotations') && line['workload'] === workloadKey), 'restored from the record, not taken for first sight');
+  } finally {
+    await second.stop();
   }
 }, { timeout: 300_000 });

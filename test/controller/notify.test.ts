@@ -5,11 +5,11 @@ import { inspect } from 'node:util';
 import { reduceConfig } from '../../controller/cache/reduce.ts';
 import { FakeClock, systemClock } from '../../controller/clock.ts';
 import { parseControllerConfig, type ControllerConfig } from '../../controller/config.ts';
-import type { EventReason, EventRecorder } from '../../controller/events.ts';
+import { eventMessage, normalEvent, warningEvent, type EventRecorder } from '../../controller/events.ts';
 import { createLogger } from '../../controller/log.ts';
 import type { WorkloadSummary } from '../../controller/model.ts';
 import { NOTIFY_SINKS, renderNotification, type Notification, type NotifySink } from '../../controller/notify/message.ts';
-import { changedConfigs, notifyingRecorder } from '../../controller/notify/recorder.ts';
+import { notifyingRecorder } from '../../controller/notify/recorder.ts';
 import { Notifier, type NotifierOptions } from '../../controller/notify/sender.ts';
 import { setUpNotifications } from '../../controller/notify/setup.ts';
 import { parseWebhookUrl, WebhookUrl } from '../../controller/notify/url.ts';
@@ -42,6 +42,7 @@ function urlOf(receiver: Receiver, path = `/hooks/${TOKEN}?token=${TOKEN}`): Web
 }
 
 const AT = Date.UTC(2026, 8, 1, 12, 0, 0);
+const DB = Object.freeze({ kind: 'Secret', name: 'db' } as const);
 
 function notification(overrides: Partial<Notification> = {}): Notification {
   return {
@@ -275,16 +276,14 @@ describe('notifyingRecorder: restart Events become notifications', () => {
     const calls: string[] = [];
     return {
       calls,
-      normal: async (w, reason) => void calls.push(`Normal ${reason} ${w.name}`),
-      warning: async (w, reason) => void calls.push(`Warning ${reason} ${w.name}`),
+      record: async (w, event) => void calls.push(`${event.type} ${event.reason} ${w.name}`),
     };
   }
 
-  it('reads the changed configs from the reconciler\'s message opening, and nothing else', () => {
-    assert.deepEqual(changedConfigs('Secret db, ConfigMap app.conf changed: replacing the pods created before 2026-09-01T12:00:00Z (paced evictions)'), [{ kind: 'Secret', name: 'db' }, { kind: 'ConfigMap', name: 'app.conf' }]);
-    assert.deepEqual(changedConfigs('SecretProviderClass vault changed; restart-strategy none: recorded only'), [{ kind: 'SecretProviderClass', name: 'vault' }]);
-    assert.equal(changedConfigs('every pod created before 2026-09-01T12:00:00Z was replaced'), undefined);
-    assert.equal(changedConfigs('Pod x changed: no'), undefined);
+  it('the Event message is worded in one place from the Event\'s data', () => {
+    assert.equal(eventMessage(normalEvent('RestartStarted', 'replacing the pods created before 2026-09-01T12:00:00Z (paced evictions)', [DB, { kind: 'ConfigMap', name: 'app.conf' }])), 'Secret db, ConfigMap app.conf changed: replacing the pods created before 2026-09-01T12:00:00Z (paced evictions)');
+    assert.equal(eventMessage(normalEvent('RestartSkipped', 'restart-strategy none: recorded only', [{ kind: 'SecretProviderClass', name: 'vault' }])), 'SecretProviderClass vault changed; restart-strategy none: recorded only');
+    assert.equal(eventMessage(normalEvent('RestartFinished', 'every pod created before 2026-09-01T12:00:00Z was replaced')), 'every pod created before 2026-09-01T12:00:00Z was replaced');
   });
 
   it('notifies the chosen events once per restart, names the configs on every one, and always calls the inner recorder', async () => {
@@ -294,14 +293,14 @@ describe('notifyingRecorder: restart Events become notifications', () => {
     let now = AT;
     const events = notifyingRecorder(inner, { sink: { notify: (n) => sent.push(n) }, on: ['started', 'blocked', 'finished'], defaultStrategy: 'evict', now: () => now, dryRun: false, log });
     const api = workload('Deployment', 'api', { secrets: ['db'] });
-    await events.normal(api, 'RestartStarted', 'Secret db changed: replacing the pods created before 2026-09-01T12:00:00Z (paced evictions)');
-    await events.warning(api, 'RestartWarning', 'a single replica: a brief outage');
-    for (const seconds of [300, 305, 310]) {
+    await events.record(api, normalEvent('RestartStarted', 'replacing the pods created before 2026-09-01T12:00:00Z (paced evictions)', [DB]));
+    await events.record(api, warningEvent('RestartWarning', 'a single replica: a brief outage'));
+    for (let check = 0; check < 3; check++) {
       now += 5000;
-      await events.warning(api, 'RestartBlocked', `eviction of pod api-1 refused for ${seconds}s: Cannot evict pod as it would violate the pod's disruption budget.`);
+      await events.record(api, warningEvent('RestartBlocked', 'evictions refused: Cannot evict pod as it would violate the pod\'s disruption budget.'));
     }
-    await events.normal(api, 'RestartFinished', 'every pod created before 2026-09-01T12:00:00Z was replaced');
-    await events.normal(api, 'RestartSkipped', 'Secret db changed; restart-strategy none: recorded only');
+    await events.record(api, normalEvent('RestartFinished', 'every pod created before 2026-09-01T12:00:00Z was replaced'));
+    await events.record(api, normalEvent('RestartSkipped', 'restart-strategy none: recorded only', [DB]));
     assert.deepEqual(sent.map((n) => n.event), ['started', 'blocked', 'finished']);
     for (const n of sent) assert.deepEqual(n.changed, [{ kind: 'Secret', name: 'db' }]);
     assert.equal(sent[1]?.at, AT + 5000);
@@ -312,8 +311,8 @@ describe('notifyingRecorder: restart Events become notifications', () => {
     const sent: Notification[] = [];
     const { log } = captureLog();
     const events = notifyingRecorder(fakeInner(), { sink: { notify: (n) => sent.push(n) }, on: ['started'], defaultStrategy: 'evict', now: () => AT, dryRun: true, log });
-    await events.normal(workload('Rollout', 'web'), 'RestartStarted', 'ConfigMap app changed: x');
-    await events.normal(workload('Deployment', 'api', { annotations: { 'driftless.dev/restart-strategy': 'rollout' } }), 'RestartStarted', 'ConfigMap app changed: x');
+    await events.record(workload('Rollout', 'web'), normalEvent('RestartStarted', 'x', [{ kind: 'ConfigMap', name: 'app' }]));
+    await events.record(workload('Deployment', 'api', { annotations: { 'driftless.dev/restart-strategy': 'rollout' } }), normalEvent('RestartStarted', 'x', [{ kind: 'ConfigMap', name: 'app' }]));
     assert.deepEqual(sent.map((n) => [n.strategy, n.dryRun]), [['restart-at', true], ['template', true]]);
   });
 
@@ -321,7 +320,7 @@ describe('notifyingRecorder: restart Events become notifications', () => {
     const inner = fakeInner();
     const { log, lines } = captureLog();
     const events = notifyingRecorder(inner, { sink: { notify: () => { throw new Error('boom'); } }, on: ['started'], defaultStrategy: 'evict', now: () => AT, dryRun: false, log });
-    await events.normal(workload('Deployment', 'api'), 'RestartStarted', 'Secret db changed: x');
+    await events.record(workload('Deployment', 'api'), normalEvent('RestartStarted', 'x', [DB]));
     assert.deepEqual(inner.calls, ['Normal RestartStarted api']);
     assert.ok(lines.some((line) => line['msg'] === 'could not queue a notification'));
   });
@@ -340,8 +339,7 @@ describe('wiring: the controller\'s recorder posts to the webhook', () => {
     const config = configFor(['--notify-webhook-url', `${server.origin}/hook/${TOKEN}`, '--notify-additional-info', 'eu-1']);
     const recorded: string[] = [];
     const inner: EventRecorder = {
-      normal: async (_w, reason: EventReason) => void recorded.push(reason),
-      warning: async (_w, reason: EventReason) => void recorded.push(reason),
+      record: async (_w, event) => void recorded.push(event.reason),
     };
     const notifications = setUpNotifications(inner, config, { clock: systemClock(), log });
     assert.ok(notifications.notifier !== undefined);
@@ -351,7 +349,7 @@ describe('wiring: the controller\'s recorder posts to the webhook', () => {
       data: { password: Buffer.from(SECRET_VALUE).toString('base64') },
     }, undefined, { key: undefined, tracking: ANNOTATION_TRACKING, now: AT });
     const api: WorkloadSummary = workload('Deployment', 'api', { secrets: ['db'] });
-    await notifications.events.normal(api, 'RestartStarted', 'Secret db changed: replacing the pods created before 2026-09-01T12:00:00Z (paced evictions)');
+    await notifications.events.record(api, normalEvent('RestartStarted', 'replacing the pods created before 2026-09-01T12:00:00Z (paced evictions)', [DB]));
     assert.deepEqual(recorded, ['RestartStarted']);
     await server.waitFor(1);
     await notifications.close(1000);
@@ -373,7 +371,7 @@ describe('wiring: the controller\'s recorder posts to the webhook', () => {
 
   it('leaves the recorder alone without a URL, or with nothing to notify', () => {
     const { log } = captureLog();
-    const inner: EventRecorder = { normal: async () => undefined, warning: async () => undefined };
+    const inner: EventRecorder = { record: async () => undefined };
     assert.equal(setUpNotifications(inner, configFor([]), { clock: systemClock(), log }).events, inner);
     const off = configFor(['--notify-webhook-url', 'https://hooks.example/x', '--notify-on', 'none']);
     assert.equal(setUpNotifications(inner, off, { clock: systemClock(), log }).notifier, undefined);

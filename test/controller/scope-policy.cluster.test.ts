@@ -93,6 +93,18 @@ fixture.test('as a ServiceAccount with only a namespaced Role, it restarts in it
       roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'driftless' },
       subjects: [{ kind: 'ServiceAccount', name: 'driftless', namespace: home }],
     });
+    // The controller's own namespace: its restart records (ADR 0007 §3a), as manifests/controller/base grants them.
+    await create(api, `/apis/rbac.authorization.k8s.io/v1/namespaces/${home}/roles`, {
+      apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: 'driftless-own' },
+      rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['list', 'watch', 'create', 'update', 'delete'] }],
+    });
+    await create(api, `/apis/rbac.authorization.k8s.io/v1/namespaces/${home}/rolebindings`, {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: { name: 'driftless-own' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'driftless-own' },
+      subjects: [{ kind: 'ServiceAccount', name: 'driftless', namespace: home }],
+    });
     const manifest = workload('Deployment', 'app', { uses: { secret: 'db' } });
     for (const ns of [namespace, other]) {
       await create(api, COLLECTIONS.Secret(ns), secret('db', 'one'));
@@ -102,7 +114,7 @@ fixture.test('as a ServiceAccount with only a namespaced Role, it restarts in it
     const podsBefore = await waitForReadyPods(api, namespace, 'app', 2);
     const otherPods = await waitForReadyPods(api, other, 'app', 2);
     const replicaSets = await replicaSetNames(api, namespace);
-    const controller = await startControllerProcess(cluster, { kubeconfig: await cluster.kubeconfigFor(home, 'driftless'), args: [`--namespaces=${namespace}`] });
+    const controller = await startControllerProcess(cluster, { kubeconfig: await cluster.kubeconfigFor(home, 'driftless'), args: [`--namespaces=${namespace}`, `--leader-election-namespace=${home}`] });
     try {
       await controller.ready();
       await waitForRecord(api, namespace, 'app');

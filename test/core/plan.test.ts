@@ -35,6 +35,16 @@ describe('planWorkloads', () => {
     assert.equal(plan?.skipped, undefined);
   });
 
+  it('in mode all a named-reload annotation does not narrow what is hashed; auto "false" beside it does (README)', () => {
+    const named = { 'configmap.reloader.stakater.com/reload': 'a' };
+    const pod = envFromPod({ configMaps: ['a', 'b'] });
+    const [all] = planWorkloads([configMap('a'), configMap('b'), deployment('web', pod, { annotations: named })], ALL);
+    assert.deepEqual(configsOf(all), ['ConfigMap/a:named+ in-render', 'ConfigMap/b:auto-all+ in-render']);
+    const optedOut = { ...named, 'reloader.stakater.com/auto': 'false' };
+    const [narrowed] = planWorkloads([configMap('a'), configMap('b'), deployment('web', pod, { annotations: optedOut })], ALL);
+    assert.deepEqual(configsOf(narrowed), ['ConfigMap/a:named+ in-render', 'ConfigMap/b:auto-disabled- in-render']);
+  });
+
   it('never selects an object named only by generateName', () => {
     const generated = manifest({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { generateName: 'app' }, data: { k: 'v' } });
     const web = deployment('web', envFromPod({ configMaps: ['app'] }), { annotations: { 'configmap.reloader.stakater.com/reload': '.*' } });

@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { parse } from 'yaml';
+import { parse, parseAllDocuments } from 'yaml';
 import { migrateApplications } from '../../plugin/commands/migrate-app.ts';
 import { parseConfig } from '../../plugin/config.ts';
-import { UsageError, exitCodeFor } from '../../plugin/errors.ts';
-import { runCli } from './cli.ts';
+import { InvalidInputError, UsageError, exitCodeFor } from '../../plugin/errors.ts';
+import { assertGolden, runCli } from './cli.ts';
 
 const FIXTURES = path.join(import.meta.dirname, '..', 'fixtures', 'migrate');
 const fixture = (name: string): Promise<string> => readFile(path.join(FIXTURES, name), 'utf8');
@@ -94,6 +95,87 @@ describe('migrate-app', () => {
     for (const [source, message] of cases) {
       assert.throws(() => migrateApplications(app(source)), (error: unknown) => error instanceof UsageError && exitCodeFor(error) === 2 && message.test(error.message), source);
     }
+  });
+
+  it('changes only the helm/kustomize entries: flow-map spacing, aligned comments and other documents stay byte for byte (golden)', async () => {
+    const before = await fixture('layout.yaml');
+    const { text } = migrateApplications(before, 'layout.yaml');
+    assertGolden('migrate/layout.yaml', text);
+    // Everything outside the two replaced entries is the input's own text.
+    const helmStart = before.indexOf('helm:\n');
+    const helmEnd = before.indexOf('    # a comment after the block');
+    const kustomizeStart = before.indexOf('kustomize: {');
+    const kustomizeEnd = before.indexOf(',  targetRevision: HEAD');
+    assert.equal(text.slice(0, helmStart), before.slice(0, helmStart));
+    const afterHelm = text.indexOf('    # a comment after the block');
+    const migratedKustomizeStart = text.indexOf('plugin: {', afterHelm);
+    assert.equal(text.slice(afterHelm, migratedKustomizeStart), before.slice(helmEnd, kustomizeStart));
+    assert.ok(text.endsWith(before.slice(kustomizeEnd)), 'the rest after the inline source is unchanged');
+    const documents = parseAllDocuments(text).map((document) => document.toJS() as Json);
+    assert.deepEqual(documents[0], parse(before.split('---')[0] as string));
+    assert.equal(documents[2]?.['spec'].source.plugin.parameters[1].string, 'pre-');
+  });
+
+  it('keeps CRLF line breaks, also in the lines it writes', async () => {
+    const lf = await fixture('helm.yaml');
+    const crlf = lf.replaceAll('\n', '\r\n');
+    const { text } = migrateApplications(crlf);
+    assert.doesNotMatch(text, /[^\r]\n/);
+    assert.equal(text, migrateApplications(lf).text.replaceAll('\n', '\r\n'));
+  });
+
+  it('writes JSON for a JSON Application, in its indentation (golden)', async () => {
+    const before = await fixture('app.json');
+    const { text } = migrateApplications(before, 'app.json');
+    assertGolden('migrate/app.json', text);
+    const migrated = JSON.parse(text) as Json;
+    assert.equal(migrated['spec'].source.helm, undefined);
+    assert.equal(migrated['spec'].source.targetRevision, 'main');
+    const config = configFromParameters(migrated['spec'].source.plugin.parameters);
+    assert.equal(config.helm.releaseName, 'web');
+    assert.equal(config.helm.skipCrds, true);
+    assert.deepEqual(parse(config.helm.valuesObject), { greeting: 'hello' });
+    // A source written on one line stays on one line; the lines around it are untouched.
+    const oneLine = before.replace(/"source": \{[\s\S]*?\n {8}\},/, '"source": {"path": "p", "kustomize": {"namePrefix": "a-"}},');
+    assert.ok(oneLine.includes('"source": {"path": "p", "kustomize"'), 'the fixture\'s source was rewritten to one line');
+    const migratedOneLine = migrateApplications(oneLine, 'one-line.json').text;
+    assert.equal(migratedOneLine, oneLine.replace('"kustomize": {"namePrefix": "a-"}', '"plugin": {"name":"driftless-v1","parameters":[{"name":"source-type","string":"kustomize"},{"name":"name-prefix","string":"a-"}]}'));
+  });
+
+  it('reports every refusal of a file at once, each with its document (from #0) and field', async () => {
+    const error = (() => {
+      try {
+        migrateApplications(readFileSync(path.join(FIXTURES, 'refused-many.yaml'), 'utf8'), 'refused-many.yaml');
+      } catch (caught) {
+        return caught;
+      }
+      return undefined;
+    })();
+    assert.ok(error instanceof UsageError, String(error));
+    const expected = [
+      /#0 spec\.source\.helm\.newField: is not a field/,
+      /#0 spec\.source\.helm\.version: Helm v2 is not available/,
+      /#0 spec\.source\.helm\.passCredentials: the plugin never fetches/,
+      /#0 spec\.source\.helm\.valueFiles\[0\]: refers to another source/,
+      /#0 spec\.source\.helm\.valueFiles\[1\]: is a URL/,
+      /#1 spec\.sources\[0\]\.kustomize\.version: the plugin renders with its own pinned kustomize/,
+      /#1 spec\.sources\[0\]\.kustomize\.replicas\[0\]\.count: must be an integer/,
+    ];
+    for (const line of expected) assert.match(error.message, line);
+    assert.equal(error.message.split('\n').length, expected.length + 1, error.message);
+  });
+
+  it('numbers documents from #0, as generate does', () => {
+    assert.throws(
+      () => migrateApplications('a: [\n', 'bad.yaml'),
+      (error: unknown) => error instanceof InvalidInputError && error.message.startsWith('bad.yaml#0: '),
+    );
+  });
+
+  it('says on stderr that helm.version v3 is dropped and the plugin renders with Helm 4', async () => {
+    const run = await runCli(['migrate-app', 'layout.yaml'], { cwd: FIXTURES });
+    assert.equal(run.code, 0, run.stderr);
+    assert.match(run.stderr, /layout\.yaml#1 spec\.source\.helm\.version: v3 dropped: the plugin renders with its pinned Helm 4/);
   });
 
   it('carries globs and ${ARGOCD_APP_*} over as written: the plugin expands them as Argo CD does', () => {

@@ -6,17 +6,12 @@
 import type { ApiClient, KubeList, KubeObject } from '../../cluster/api.ts';
 import { podIsReady, podTemplate } from '../../cluster/testing.ts';
 import { waitFor } from '../../support/wait.ts';
+import { LEAK_CANARY } from './leak.ts';
+
+export { LEAK_CANARY };
 
 /** A Secret value no log, Event or error may ever contain (nor its base64). */
 export const SECRET_VALUE = 'hunter2-do-not-leak-7f3a';
-
-/**
- * Every Secret value the fixtures write ends in this canary, so that every
- * controller process of the whole test run can be checked for a leak of any
- * of them (support/process.ts scans its logs and stderr at stop), not only
- * the one test that looks for SECRET_VALUE.
- */
-export const LEAK_CANARY = 'Zq7-leak-canary';
 
 /** The value as stored: the test's value plus the canary. */
 export function storedSecretValue(value: string): string {

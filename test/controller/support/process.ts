@@ -12,6 +12,7 @@ import type { Cluster } from '../../cluster/harness.ts';
 import { tiedToThisProcess } from '../../cluster/processes.ts';
 import { waitFor } from '../../support/wait.ts';
 import { LEAK_CANARY } from './fixtures.ts';
+import { credentialsOfFiles, findLeak } from './leak.ts';
 
 const bin = join(import.meta.dirname, '..', '..', '..', 'bin', 'driftless.js');
 
@@ -53,6 +54,13 @@ export async function startControllerProcess(cluster: Cluster, options: Controll
     await writeFile(kubeconfigPath, options.kubeconfig, { mode: 0o600 });
   }
   const args = options.args ?? [];
+  // The credentials of every file the controller reads, for the leak check at stop: as the canary, they must never be said.
+  const flagFile = (name: string): string | undefined => args.find((arg) => arg.startsWith(`--${name}=`))?.slice(name.length + 3);
+  const credentials = await credentialsOfFiles({
+    kubeconfig: kubeconfigPath,
+    hashKeyFile: flagFile('hash-key-file'),
+    notifyUrlFile: flagFile('notify-webhook-url-file'),
+  });
   // Test-friendly defaults, each unless the test sets the flag itself.
   const defaults = ['--debounce=500ms', '--restart-check-interval=500ms', '--log-level=debug', '--http-addr=127.0.0.1:0']
     .filter((flag) => !args.some((arg) => arg.startsWith(`${flag.split('=')[0] as string}=`)));
@@ -82,13 +90,14 @@ export async function startControllerProcess(cluster: Cluster, options: Controll
   const abortIf = (): void => {
     if (exitCode !== undefined) throw new Error(`the controller exited with ${String(exitCode)}: ${stderr}\n${lines.slice(-20).map((l) => JSON.stringify(l)).join('\n')}`);
   };
-  /** No Secret value written by the fixtures (they all carry the canary), nor its base64 prefix, in anything the process said. */
+  /** No Secret value written by the fixtures (they all carry the canary), no credential of a file it reads, nor their base64, in anything the process said. */
   const assertNoLeak = (): void => {
     const said = `${lines.map((line) => JSON.stringify(line)).join('\n')}\n${stderr}`;
-    // Base64 of a value shifts with its offset; the canary's three encodings at offsets 0, 1, 2 cover every position.
-    const encodings = [0, 1, 2].map((shift) => Buffer.from(`${'x'.repeat(shift)}${LEAK_CANARY}`).toString('base64').slice(4, -4));
-    const leaked = [LEAK_CANARY, ...encodings].find((needle) => said.includes(needle));
-    if (leaked !== undefined) throw new Error(`the controller printed a Secret value (or its base64): ${JSON.stringify(leaked)} found in its output`);
+    if (findLeak(said, LEAK_CANARY) !== undefined) {
+      throw new Error(`the controller printed a Secret value (or its base64): ${JSON.stringify(findLeak(said, LEAK_CANARY))} found in its output`);
+    }
+    // Never quote a leaked credential in the failure itself: say which file it came from.
+    if (findLeak(said, ...credentials) !== undefined) throw new Error('the controller printed a credential of its kubeconfig, hash key file or notification URL file (or its base64)');
   };
   const proc: ControllerProcess = {
     pid: child.pid as number,

@@ -1,0 +1,86 @@
+/**
+ * The restart record: a copy of a workload's bookkeeping (ADR 0007 §3) in an
+ * object of its own, a ConfigMap `driftless-record-<workload UID>` in the
+ * controller's namespace. The workload's annotations stay the primary copy;
+ * the record exists because an Argo CD `Replace=true` sync, `kubectl replace`
+ * or any PUT of the workload as Git renders it removes them — keeping the UID,
+ * so the record keyed by it still says which digests the pods are current
+ * with and the T of a restart in progress. Pure: reducing and building only.
+ */
+import type { WorkloadKindName, WorkloadSummary } from '../model.ts';
+
+/** The label every record carries (the record watch selects on it). */
+export const RECORD_LABEL = 'driftless.dev/record';
+
+/** True for a raw object carrying the record label (a record, or one made to look like it). */
+export function isRecord(raw: unknown): boolean {
+  const labels = (raw as { metadata?: { labels?: Record<string, unknown> } } | undefined)?.metadata?.labels;
+  return labels !== undefined && labels !== null && Object.hasOwn(labels, RECORD_LABEL);
+}
+
+/** The name of the record of the workload with this UID. */
+export function recordName(workloadUid: string): string {
+  return `driftless-record-${workloadUid}`;
+}
+
+/** A record, as the cache keeps it. */
+export interface RestartRecord {
+  readonly name: string;
+  readonly resourceVersion: string;
+  readonly workload: { readonly kind: WorkloadKindName; readonly namespace: string; readonly name: string; readonly uid: string };
+  /** `driftless.dev/restarted-for`, as formatted on the workload. */
+  readonly restartedFor: string;
+  /** `driftless.dev/restart-at`, when a restart was ever started. */
+  readonly restartAt: string | undefined;
+}
+
+/** The bookkeeping a record holds, compared with what is to be written. */
+export interface RecordedFields {
+  readonly restartedFor: string;
+  readonly restartAt: string | undefined;
+}
+
+const KINDS: readonly string[] = ['Deployment', 'StatefulSet', 'DaemonSet', 'CronJob', 'Rollout', 'DeploymentConfig'] satisfies WorkloadKindName[];
+
+/** Reduces a raw ConfigMap to a record; `undefined` for a ConfigMap that is not a well-formed record. */
+export function reduceRecord(raw: unknown): RestartRecord | undefined {
+  const object = (raw ?? {}) as { metadata?: { name?: unknown; resourceVersion?: unknown }; data?: Record<string, unknown> };
+  const data = object.data ?? {};
+  const text = (key: string): string | undefined => (typeof data[key] === 'string' ? data[key] : undefined);
+  const kind = text('kind');
+  const namespace = text('namespace');
+  const name = text('name');
+  const uid = text('uid');
+  const restartedFor = text('restartedFor');
+  if (kind === undefined || !KINDS.includes(kind) || namespace === undefined || name === undefined || uid === undefined || restartedFor === undefined) return undefined;
+  if (object.metadata?.name !== recordName(uid)) return undefined;
+  return Object.freeze({
+    name: recordName(uid),
+    resourceVersion: typeof object.metadata.resourceVersion === 'string' ? object.metadata.resourceVersion : '',
+    workload: Object.freeze({ kind: kind as WorkloadKindName, namespace, name, uid }),
+    restartedFor,
+    restartAt: text('restartAt'),
+  });
+}
+
+/** True when the record already holds these fields for this workload. */
+export function recordHolds(record: RestartRecord | undefined, fields: RecordedFields): boolean {
+  return record !== undefined && record.restartedFor === fields.restartedFor && record.restartAt === fields.restartAt;
+}
+
+/** The ConfigMap of a workload's record, as written (create or update). */
+export function recordManifest(workload: Pick<WorkloadSummary, 'kind' | 'namespace' | 'name' | 'uid'>, fields: RecordedFields, namespace: string, resourceVersion?: string): Record<string, unknown> {
+  const data: Record<string, string> = { kind: workload.kind, namespace: workload.namespace, name: workload.name, uid: workload.uid, restartedFor: fields.restartedFor };
+  if (fields.restartAt !== undefined) data['restartAt'] = fields.restartAt;
+  return {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: {
+      name: recordName(workload.uid),
+      namespace,
+      labels: { [RECORD_LABEL]: 'true', 'app.kubernetes.io/managed-by': 'driftless' },
+      ...(resourceVersion === undefined ? {} : { resourceVersion }),
+    },
+    data,
+  };
+}
