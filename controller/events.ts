@@ -21,6 +21,8 @@ export type EventReason = 'RestartStarted' | 'RestartFinished' | 'RestartBlocked
   | 'RestartDeferred' | 'RestartHalted' | 'RestartPaused'
   /** A restart waits for Argo CD's pending sync (ADR 0011), or stopped waiting at its bound. */
   | 'RestartWaitingForSync' | 'RestartSyncWaitExpired'
+  /** A restart waits for its AppProject's sync windows to open (ADR 0015). */
+  | 'RestartWaitingForSyncWindow'
   /** The API server refused one of the controller's writes for good (403 from an admission webhook, 422). */
   | 'WriteRejected'
   /** A restart made no progress within --restart-progress-deadline: halted, its slot given back. */

@@ -23,7 +23,8 @@ import { normalEvent, warningEvent, type EventConfig, type EventRecorder } from 
 import type { FleetMetrics } from './fleet/metrics.ts';
 import { FLEET_ANNOTATIONS, breakerState, cooldownFor, cooldownRemaining, formatHalt, parseHalt, type BreakerState, type FleetOptions } from './fleet/safety.ts';
 import type { ControllerMetrics } from './metrics.ts';
-import type { PodSummary, RestartStrategy, WorkloadSummary } from './model.ts';
+import type { AppProjectSummary, PodSummary, RestartStrategy, WorkloadSummary } from './model.ts';
+import { windowHold } from './windows/gate.ts';
 import type { ProcessResult } from './queue.ts';
 import { restartWarnings } from './restart/evict-plan.ts';
 import { isStalePod, isTerminalPod } from './restart/stale-pods.ts';
@@ -91,7 +92,7 @@ export interface ReconcilerDeps {
 }
 
 /** Waits that hold a restart before it acts: a `--dry-run` restart reports its evictions only past them. */
-const HOLDS_BEFORE_ACTING: ReadonlySet<WaitCause> = new Set<WaitCause>(['argocd-sync', 'rollout-update', 'breaker']);
+const HOLDS_BEFORE_ACTING: ReadonlySet<WaitCause> = new Set<WaitCause>(['argocd-sync', 'rollout-update', 'breaker', 'sync-window']);
 
 /**
  * Waits the progress deadline applies to: the restart waits on the workload itself, which may never move.
@@ -132,6 +133,11 @@ export class Reconciler {
   readonly #stalled = new Map<string, { readonly restartAt: number; readonly marker: string }>();
   /** Per workload, the T whose wait for Argo CD was announced (and whether its bound expired): one Event each. */
   readonly #syncWaits = new Map<string, { readonly restartAt: number; expired: boolean }>();
+  /**
+   * Per workload, the sync-window hold announced (its end, or the reason when none is known): one Event per
+   * hold, however many changes arrive while it lasts (they become one restart when the window opens).
+   */
+  readonly #windowHolds = new Map<string, string>();
 
   constructor(deps: ReconcilerDeps) {
     this.#deps = deps;
@@ -213,7 +219,8 @@ export class Reconciler {
         restartAt = verdict.restartAt;
         // T is recorded now, as always (a controller restarted while waiting resumes from it); the template
         // annotation is the restart's first act, so it waits with the rest while Argo CD is about to sync.
-        const waitsForSync = this.#syncWaitOf(workload, restartAt, now).action === 'wait';
+        // So does it while the AppProject's sync windows allow no automated sync (ADR 0015).
+        const waitsForSync = this.#syncWaitOf(workload, restartAt, now).action === 'wait' || this.#windowHoldOf(workload, now) !== undefined;
         await this.#apply(workload, {
           restartedFor: formatDigestMap(current),
           restartAt: formatTime(restartAt),
@@ -306,6 +313,7 @@ export class Reconciler {
       now: this.#deps.skew?.apiNow(now) ?? now,
       acting: this.#restarting.has(key),
       app: view.applicationOf(workload),
+      project: this.#projectOf(workload),
       syncWaitMs: options.argocdSyncWaitMs ?? 0,
       healthGateTimeoutMs: (options.fleet ?? FLEET_OFF).healthGateTimeoutMs,
       breakerOpen: () => this.#breakerAt(now).open,
@@ -370,6 +378,8 @@ export class Reconciler {
   /** Does what a step says. */
   async #execute(key: string, workload: WorkloadSummary, strategy: ResolvedStrategy, restartAt: number, now: number, step: RestartStep, apiNow: number): Promise<ProcessResult> {
     const { options, events, log } = this.#deps;
+    // A sync-window hold lasts while its steps say so; the next hold (a later window) is announced anew.
+    if (step.kind !== 'wait' || step.cause !== 'sync-window') this.#windowHolds.delete(key);
     switch (step.kind) {
       case 'done':
         return this.#done(key, workload, restartAt);
@@ -395,6 +405,15 @@ export class Reconciler {
             this.#syncWaits.set(key, { restartAt, expired: false });
             await events.record(workload, normalEvent('RestartWaitingForSync', `${step.reason}: its sync replaces the pods, so the restart at ${formatTime(restartAt)} waits for it (at most ${this.#syncWaitBound()})`));
           }
+        }
+        if (step.cause === 'sync-window') {
+          const hold = `${step.name ?? ''}\u0000${step.until ?? step.reason}`;
+          if (this.#windowHolds.get(key) !== hold) {
+            this.#windowHolds.set(key, hold);
+            await events.record(workload, normalEvent('RestartWaitingForSyncWindow', `${step.reason} (the restart at ${formatTime(restartAt)}; changes meanwhile join it)`));
+          }
+          // Nothing in the cluster announces a window opening: look again at its end (resync and an AppProject change wake it too).
+          return { requeueAfterMs: step.until === undefined ? options.checkIntervalMs : Math.max(1, step.until - apiNow) };
         }
         if (step.cause === 'breaker') this.#deps.fleetMetrics?.restartsDeferred.inc({ cause: 'breaker' });
         log.debug({ workload: key, cause: step.cause, reason: step.reason }, 'restart waiting');
@@ -426,6 +445,17 @@ export class Reconciler {
         }
         return { requeueAfterMs: options.checkIntervalMs };
     }
+  }
+
+  /** The workload's Application's AppProject, when both are watched. */
+  #projectOf(workload: WorkloadSummary): AppProjectSummary | undefined {
+    const app = this.#deps.view.applicationOf(workload);
+    return app === undefined ? undefined : this.#deps.view.projectOf(app);
+  }
+
+  /** The sync windows' hold on this workload's restart now (ADR 0015), or `undefined`. */
+  #windowHoldOf(workload: WorkloadSummary, now: number): ReturnType<typeof windowHold> {
+    return windowHold({ app: this.#deps.view.applicationOf(workload), project: this.#projectOf(workload), now: this.#deps.skew?.apiNow(now) ?? now, notActed: true });
   }
 
   /** The sync-wait rule for this workload's Application (ADR 0011). */
@@ -577,9 +607,16 @@ export class Reconciler {
     return undefined;
   }
 
-  /** Restarts holding a `--max-concurrent-restarts` slot: in progress, and not refused by a PodDisruptionBudget. */
+  /** Restarts holding a `--max-concurrent-restarts` slot: in progress, not refused by a PodDisruptionBudget, not held by sync windows. */
   #actingCount(): number {
-    return this.#restarting.size - this.#blockedCount();
+    return this.#restarting.size - this.#blockedCount() - this.#windowHeldCount();
+  }
+
+  /** Restarts in progress held by their sync windows: they act on nothing, so they hold no slot (a window may stay shut for hours). */
+  #windowHeldCount(): number {
+    let count = 0;
+    for (const key of this.#windowHolds.keys()) if (this.#restarting.has(key) && !this.#blockedSince.has(key)) count++;
+    return count;
   }
 
   /** Restarts in progress whose evictions are being refused (PodDisruptionBudget). */
@@ -593,6 +630,7 @@ export class Reconciler {
   #finish(key: string): boolean {
     this.#blockedSince.delete(key);
     this.#syncWaits.delete(key);
+    this.#windowHolds.delete(key);
     this.#lastProgress.delete(key);
     if (this.#deps.view.workload(key) === undefined) {
       this.#stalled.delete(key);

@@ -9,7 +9,7 @@ import { ManifestError, type PolicyMode } from '../../core/index.ts';
 import { ABSENT, BOOKKEEPING, configKey, parseDigestMap, parseRestartAt, type DigestMap } from '../bookkeeping.ts';
 import { parseWorkloadKey, workloadKey } from '../cache/cluster-view.ts';
 import { compareDigests, outOfBandDigests, resolveStrategy, selectConfigs, type ConfigLookup, type ResolvedStrategy, type Selection } from '../decide.ts';
-import type { PodSummary, RestartStrategy, WorkloadSummary } from '../model.ts';
+import type { AppProjectSummary, PodSummary, RestartStrategy, WorkloadSummary } from '../model.ts';
 import { isStalePod } from '../restart/stale-pods.ts';
 import { nextStep, type RestartStep } from '../restart/step.ts';
 import { matchesSelector } from '../scope.ts';
@@ -59,8 +59,8 @@ export interface LiveWorkloadConfig extends LiveDependency {
 
 /** Why a restart in progress does not move now. */
 export interface LiveBlocker {
-  readonly kind: 'PodDisruptionBudget' | 'argocd-sync' | 'availability' | 'pending-revision' | 'rollout-in-progress' | 'strategy';
-  /** The PodDisruptionBudget's or the Argo CD Application's name; `null` otherwise. */
+  readonly kind: 'PodDisruptionBudget' | 'argocd-sync' | 'sync-window' | 'availability' | 'pending-revision' | 'rollout-in-progress' | 'strategy';
+  /** The PodDisruptionBudget's, the Argo CD Application's or (sync-window) the AppProject's name; `null` otherwise. */
   readonly name: string | null;
   readonly reason: string;
 }
@@ -303,6 +303,8 @@ function stepBlockers(snapshot: LiveSnapshot, workload: WorkloadSummary, step: R
           return { blockedBy: [{ kind: 'argocd-sync', name: step.name ?? null, reason: `${step.reason}: the controller waits for its sync to replace the pods, at most ${seconds(step.until)} s more (--argocd-sync-wait)` }], nextEvictions: [] };
         case 'rollout-update':
           return { blockedBy: [{ kind: 'rollout-in-progress', name: null, reason: `${workload.kind} ${workload.name} is still updating (${step.reason}): the controller writes spec.restartAt once the update is done, since the update replaces old pods anyway, at most ${seconds(step.until)} s more (--argocd-sync-wait)` }], nextEvictions: [] };
+        case 'sync-window':
+          return { blockedBy: [{ kind: 'sync-window', name: step.name ?? null, reason: step.reason }], nextEvictions: [] };
         case 'restarted-at':
           return { blockedBy: [restartAtBlocker(workload)], nextEvictions: [] };
         case 'template-rollout':
@@ -358,6 +360,7 @@ function explainRestart(snapshot: LiveSnapshot, workload: WorkloadSummary, selec
       now: snapshot.now,
       acting: false,
       app: snapshot.view.applicationOf(workload),
+      project: projectOf(snapshot, workload),
       syncWaitMs: argocdSyncWaitMs,
       healthGateTimeoutMs: 0,
       breakerOpen: () => false,
@@ -422,4 +425,10 @@ function explainConfig(snapshot: LiveSnapshot, kind: 'ConfigMap' | 'Secret', nam
     application: summary?.tracking?.namesItself === true ? summary.tracking.app : null,
     dependants,
   };
+}
+
+/** The AppProject of the workload's Application, when both were read. */
+function projectOf(snapshot: LiveSnapshot, workload: WorkloadSummary): AppProjectSummary | undefined {
+  const app = snapshot.view.applicationOf(workload);
+  return app === undefined ? undefined : snapshot.view.projectOf(app);
 }
