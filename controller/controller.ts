@@ -44,6 +44,9 @@ import { writeBackSettingsFrom } from './writeback/settings.ts';
  */
 export const DRAIN_BUDGET_MS = 15_000;
 
+/** How long a failed write-back waits before it is submitted again (until --write-back-fallback-after). */
+const WRITE_BACK_RETRY_MS = 30_000;
+
 /** The `name` label of the workqueue metrics. */
 export const WORKQUEUE_NAME = 'workloads';
 
@@ -199,16 +202,32 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
       },
       dryRun: config.dryRun,
       argocdSyncWaitMs: config.argocdSyncWait.ms,
+      // The git strategy (ADR 0015); never under --dry-run, where a push would be a write.
+      ...(config.dryRun ? {} : {
+        writeBack: {
+          defaults: { namespaces: config.writeBackNamespaces, applications: config.writeBackApplications },
+          fallbackAfterMs: config.writeBackFallbackAfter.ms,
+          fallback: config.writeBackFallback,
+          retryMs: WRITE_BACK_RETRY_MS,
+          keyed: deps.hashKey !== undefined,
+        },
+      }),
     },
     // A workload that finds no token is requeued for when the next one accrues: a worker never waits.
     startLimiter: { tryTake: () => restartStarts.tryTake(), retryAfterMs: Math.ceil(1000 / config.restartRate) },
     skew,
+    writeBack,
+    // A write-back's answer wakes its workload at once (the queue is created below; this runs only later).
+    wake: (key) => queue.add(key),
     ...(records === undefined ? {} : { records }),
     get metrics() {
       return metrics;
     },
     get fleetMetrics() {
       return fleetMetrics;
+    },
+    get writeBackMetrics() {
+      return writeBackMetrics;
     },
   });
   let inFlight = 0;

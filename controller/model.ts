@@ -7,6 +7,7 @@
  */
 import type { Manifest, PolicyMode, Reference } from '../core/index.ts';
 import type { CompiledWindow } from './windows/sync-windows.ts';
+import type { ApplicationLike } from './writeback/source.ts';
 
 /** Namespace and name: the identity every cache is keyed by. */
 export interface ObjectRef {
@@ -184,6 +185,12 @@ export interface ApplicationSummary extends ObjectRef {
   readonly project: string;
   /** `spec.destination`, what a sync window's `clusters` and `namespaces` match (`''` when unset). */
   readonly destination: { readonly server: string; readonly name: string; readonly namespace: string };
+  /**
+   * What the Git write-back reads (controller/writeback/source.ts): name, namespace, the
+   * `driftless.dev/write-back-*` annotations, and of `spec.source`/`spec.sources` only repoURL, path,
+   * targetRevision, chart, ref, name and plugin.name.
+   */
+  readonly writeBackSource: ApplicationLike;
 }
 
 /**

@@ -20,6 +20,7 @@ import {
 } from '../../core/index.ts';
 import { BOOKKEEPING } from '../bookkeeping.ts';
 import { readSyncWindows } from '../windows/sync-windows.ts';
+import type { ApplicationSourceLike } from '../writeback/source.ts';
 import type {
   AppProjectSummary,
   ApplicationSummary,
@@ -415,7 +416,23 @@ export function reduceApplication(raw: unknown, argocdNamespace: string): Applic
     // Argo CD's Application.Spec.GetProject: an empty project is `default`.
     project: str(spec['project']) || 'default',
     destination: Object.freeze({ server: str(destination['server']), name: str(destination['name']), namespace: str(destination['namespace']) }),
+    writeBackSource: Object.freeze({
+      metadata: Object.freeze({ name, namespace, annotations: stringRecord(metadata['annotations'], (key) => key.startsWith('driftless.dev/write-back')) }),
+      spec: Object.freeze({
+        source: isRecord(spec['source']) ? reduceSource(spec['source']) : undefined,
+        sources: Array.isArray(spec['sources']) ? Object.freeze(spec['sources'].map((s) => reduceSource(record(s)))) : undefined,
+      }),
+    }),
   });
+}
+
+/** An Application source, cut to what the write-back reads. */
+function reduceSource(source: Raw): ApplicationSourceLike {
+  const plugin = source['plugin'];
+  const out: Record<string, unknown> = {};
+  for (const key of ['repoURL', 'path', 'targetRevision', 'chart', 'ref', 'name'] as const) if (typeof source[key] === 'string') out[key] = source[key];
+  if (isRecord(plugin)) out['plugin'] = Object.freeze(typeof plugin['name'] === 'string' ? { name: plugin['name'] } : {});
+  return Object.freeze(out) as ApplicationSourceLike;
 }
 
 /**

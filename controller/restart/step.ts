@@ -13,9 +13,9 @@
  * restart. And last, the sync windows (ADR 0015): an act in the cluster — an
  * eviction, `spec.restartAt`, the template annotation — waits while the
  * AppProject of the workload's Application allows no automated sync. Then each strategy decides in a file of its own: `evict.ts`,
- * `restart-at.ts`, `template.ts` (and a future Git write-back strategy, which
- * writes to the repository instead of the cluster, as one more file returning
- * the same steps).
+ * `restart-at.ts`, `template.ts`. The Git write-back strategy (`git.ts`,
+ * ADR 0015) acts on no pod: its own steps (submit, record, wait, fall back,
+ * done) hand the restart to one of these when it falls back.
  */
 import { restartNotActed, rolloutUpdateWait, syncWait } from '../argocd-sync.ts';
 import type { ResolvedStrategy } from '../decide.ts';

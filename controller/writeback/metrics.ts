@@ -13,6 +13,8 @@ export interface WriteBackMetrics {
   readonly commits: Counter;
   readonly pushFailures: Counter<'kind'>;
   readonly changeToCommitSeconds: Histogram;
+  /** Restarts through Git given up (ADR 0015), by cause: no-hash-key, untracked, refused, timeout. */
+  readonly fallbacks: Counter<'cause'>;
   /** The engine's `observe` dependency. */
   observe(observation: WriteBackObservation): void;
 }
@@ -32,11 +34,18 @@ export function createWriteBackMetrics(registry: Registry): WriteBackMetrics {
     buckets: [0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800],
     registers: [registry],
   });
+  const fallbacks = new Counter({
+    name: 'driftless_writeback_fallbacks_total',
+    help: 'Restarts through Git given up for --write-back-fallback, by cause (no-hash-key, untracked, refused, timeout = --write-back-fallback-after).',
+    labelNames: ['cause'] as const,
+    registers: [registry],
+  });
   commits.inc(0);
   return {
     commits,
     pushFailures,
     changeToCommitSeconds,
+    fallbacks,
     observe(observation: WriteBackObservation): void {
       if (observation.outcome === 'failed') {
         pushFailures.inc({ kind: observation.kind });

@@ -25,7 +25,7 @@ const UPDATING: Partial<WorkloadStatus> = { observedGeneration: 1, replicas: 3, 
 const SETTLED: Partial<WorkloadStatus> = { observedGeneration: 1, replicas: 2, updatedReplicas: 2 };
 
 function application(fields: Partial<ApplicationSummary> = {}): ApplicationSummary {
-  return { namespace: 'argocd', name: 'shop', resourceVersion: '1', trackingIds: ['shop', 'argocd_shop'], operationRunning: false, refreshRequested: false, automated: true, outOfSync: [], project: 'default', destination: { server: 'https://kubernetes.default.svc', name: '', namespace: 'shop' }, ...fields };
+  return { namespace: 'argocd', name: 'shop', resourceVersion: '1', trackingIds: ['shop', 'argocd_shop'], operationRunning: false, refreshRequested: false, automated: true, outOfSync: [], project: 'default', destination: { server: 'https://kubernetes.default.svc', name: '', namespace: 'shop' }, writeBackSource: { metadata: { name: 'shop', namespace: 'argocd' } }, ...fields };
 }
 
 /** Rollout `web` (tracked by `shop`, restart at T recorded, spec.restartAt not written), two pods from before T. */

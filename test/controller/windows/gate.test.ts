@@ -36,6 +36,17 @@ const NIGHT_DENY = { kind: 'deny', schedule: '0 22 * * *', duration: '8h', names
 describe('windowGate', () => {
   const shop = reduceApplication(rawApp('shop-api', 'prod'), 'argocd');
 
+  it('keeps of the sources and annotations only what the write-back reads', () => {
+    const app = reduceApplication({
+      metadata: { name: 'web', namespace: 'argocd', annotations: { 'driftless.dev/write-back-branch': 'main:driftless', 'kubectl.kubernetes.io/last-applied-configuration': '{}' } },
+      spec: { sources: [{ repoURL: 'https://git.example/a.git', path: 'web', targetRevision: 'HEAD', plugin: { name: 'driftless-v1', env: [{ name: 'X', value: 'y' }] }, helm: { values: 'secret: x' } }] },
+    }, 'argocd');
+    assert.deepEqual(app.writeBackSource, {
+      metadata: { name: 'web', namespace: 'argocd', annotations: { 'driftless.dev/write-back-branch': 'main:driftless' } },
+      spec: { source: undefined, sources: [{ repoURL: 'https://git.example/a.git', path: 'web', targetRevision: 'HEAD', plugin: { name: 'driftless-v1' } }] },
+    });
+  });
+
   it('reads the project and the destination of the Application (an empty project is default)', () => {
     assert.equal(shop.project, 'prod');
     assert.deepEqual(shop.destination, { server: 'https://kubernetes.default.svc', name: '', namespace: 'shop' });

@@ -13,7 +13,7 @@ import { FakeClock } from '../../../controller/clock.ts';
 import { createWriteBack, WRITE_BACK_DEFAULTS, type WriteBack } from '../../../controller/writeback/engine.ts';
 import { WriteBackError } from '../../../controller/writeback/errors.ts';
 import type { GitJob, GitRunResult } from '../../../controller/writeback/git-run.ts';
-import { gitStep, rolledAway, type GitStepInput } from '../../../controller/writeback/git-step.ts';
+import { gitStep, rolledAway, type GitStepInput } from '../../../controller/restart/git.ts';
 import type { ConfigDigest } from '../../../controller/writeback/model.ts';
 import { formatWriteBackRecord, parseWriteBackRecord, type WriteBackRecord } from '../../../controller/writeback/record.ts';
 import { workload as summary } from '../support/summaries.ts';

@@ -25,8 +25,8 @@
  */
 import { configKey } from '../bookkeeping.ts';
 import type { WorkloadSummary } from '../model.ts';
-import type { ConfigDigest, WriteBackStatus } from './model.ts';
-import type { WriteBackRecord } from './record.ts';
+import type { ConfigDigest, WriteBackStatus } from '../writeback/model.ts';
+import type { WriteBackRecord } from '../writeback/record.ts';
 
 /** `--write-back-fallback`. */
 export type GitFallback = 'restart' | 'none';
