@@ -295,13 +295,13 @@ export class Reconciler {
     if (records === undefined || options.dryRun === true) return workload;
     const restartedFor = workload.annotations[BOOKKEEPING.restartedFor];
     if (restartedFor !== undefined) {
-      await records.write(workload, { restartedFor, restartAt: workload.annotations[BOOKKEEPING.restartAt] });
+      await records.write(workload, { restartedFor, restartAt: workload.annotations[BOOKKEEPING.restartAt], writeBack: workload.annotations[WRITE_BACK_ANNOTATION] });
       return workload;
     }
     const record = records.get(workload.uid);
     if (record === undefined) return workload;
     log.info({ workload: key, restartAt: record.restartAt }, 'the workload lost its bookkeeping annotations (replaced): restored from its record');
-    const fields: OwnFields = { restartedFor: record.restartedFor, restartAt: record.restartAt, templateRestartedAt: workload.templateRestartedAt };
+    const fields: OwnFields = { restartedFor: record.restartedFor, restartAt: record.restartAt, templateRestartedAt: workload.templateRestartedAt, writeBack: record.writeBack };
     await this.#apply(workload, fields);
     // Decided from what was just written, over the newest cached version: the cache may already hold a later
     // version of the replaced object (a status update) that does not show the write yet.
@@ -324,7 +324,7 @@ export class Reconciler {
     const last = this.#lastApply.get(key);
     // Written already, and the watch has not delivered our write yet: writing again would be a wasted request.
     if (same || (last !== undefined && last.basedOn === workload.resourceVersion && last.fields === text)) return;
-    if (this.#deps.options.dryRun !== true) await this.#deps.records?.write(workload, { restartedFor: fields.restartedFor, restartAt: fields.restartAt });
+    if (this.#deps.options.dryRun !== true) await this.#deps.records?.write(workload, { restartedFor: fields.restartedFor, restartAt: fields.restartAt, writeBack: fields.writeBack });
     await this.#deps.writes.applyOwnFields(workload, fields);
     if (this.#deps.options.dryRun === true) {
       // Nothing was applied: the dry-run writes said what they would record.
