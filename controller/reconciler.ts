@@ -417,8 +417,9 @@ export class Reconciler {
   /** Does what a step says. */
   async #execute(key: string, workload: WorkloadSummary, strategy: ResolvedStrategy, restartAt: number, now: number, step: RestartStep, apiNow: number): Promise<ProcessResult> {
     const { options, events, log } = this.#deps;
-    // A sync-window hold lasts while its steps say so; the next hold (a later window) is announced anew.
-    if (step.kind !== 'wait' || step.cause !== 'sync-window') this.#windowHolds.delete(key);
+    // A sync-window hold ends with an act (or the restart's end); the next hold (a later window) is announced
+    // anew. Other waits do not end it: a later change's T may be ahead of the clock for a moment.
+    if (step.kind !== 'wait') this.#windowHolds.delete(key);
     switch (step.kind) {
       case 'done':
         return this.#done(key, workload, restartAt);

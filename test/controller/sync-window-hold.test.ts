@@ -161,3 +161,27 @@ test('outside an allow window the restart waits for the next one; a project chan
   await reconciler.reconcile(h.web);
   assert.deepEqual(h.evicted, ['web-0']);
 });
+
+test('one Event per hold, even when the restart first waits for T to pass on the clock', async () => {
+  const h = harness([DENY_NIGHT]);
+  const reconciler = h.make();
+  await reconciler.reconcile(h.web);
+  // Half a second into a second: T (the next whole second) is ahead of the clock at the first look.
+  h.clock.advance(1_500);
+  h.rotate();
+  await reconciler.reconcile(h.web);
+  for (let i = 0; i < 4; i++) {
+    h.clock.advance(300);
+    await reconciler.reconcile(h.web);
+  }
+  assert.equal(held(h.events, 'web').length, 1);
+  // A second rotation, again half a second into a second: its T is ahead of the clock for a moment too.
+  h.clock.advance(60_200);
+  h.rotate();
+  for (let i = 0; i < 4; i++) {
+    await reconciler.reconcile(h.web);
+    h.clock.advance(300);
+  }
+  assert.deepEqual(h.evicted, []);
+  assert.equal(held(h.events, 'web').length, 1, 'the same hold: no second Event');
+});
