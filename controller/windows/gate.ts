@@ -71,7 +71,7 @@ export interface WindowHoldInput {
   readonly app: Pick<ApplicationSummary, 'name' | 'project' | 'destination'> | undefined;
   readonly project: AppProjectSummary | undefined;
   readonly now: number;
-  /** The restart has not acted yet (argocd-sync.ts `restartNotActed`): no eviction, no restartAt or template written. */
+  /** The act is still to be made; `false` never holds. */
   readonly notActed: boolean;
 }
 
@@ -84,9 +84,9 @@ export interface WindowHold {
 }
 
 /**
- * The sync windows' hold on an in-cluster restart (ADR 0015): only a restart
- * that has not acted yet is held — one already evicting, or whose
- * `spec.restartAt` is written, is not stopped half-way. `undefined`: go on.
+ * The sync windows' hold on an in-cluster act (ADR 0015); `undefined`: go on.
+ * The restart path asks it for every act (an eviction, `spec.restartAt`, the
+ * template annotation) and passes `notActed: true`; `false` never holds.
  */
 export function windowHold(input: WindowHoldInput): WindowHold | undefined {
   if (!input.notActed) return undefined;
