@@ -22,7 +22,7 @@ export const BOOKKEEPING = Object.freeze({
   restartAt: 'driftless.dev/restart-at',
   /** Pod-template annotation of the opt-in `rollout` strategy. */
   templateRestartedAt: 'driftless.dev/restarted-at',
-  /** Per-workload strategy: `evict`, `rollout` or `none`. */
+  /** Per-workload strategy: `evict`, `rollout`, `none`, or `git` (controller/writeback/select.ts). */
   strategy: 'driftless.dev/restart-strategy',
 } as const);
 

@@ -136,8 +136,10 @@ export interface ControllerConfig {
   readonly argocdTrackingLabel: string;
   /** Where Argo CD's Applications are watched, to hold a restart its pending sync performs anyway (ADR 0011). */
   readonly argocdNamespace: string;
-  /** The longest a restart holds, from T, for Argo CD's pending sync; 0 = never (and no Application watch). */
+  /** The longest a restart holds, from T, for Argo CD's pending sync; 0 = never. */
   readonly argocdSyncWait: DurationSetting;
+  /** In-cluster restarts honour the AppProject sync windows of the workload's Application (issue 15 §8). */
+  readonly argocdSyncWindows: boolean;
   readonly logLevel: LogLevel;
   /** Page size of ConfigMap and Secret lists (`limit`), so a list never holds a namespace's payload at once. */
   readonly listPageSize: number;
@@ -189,6 +191,10 @@ export interface ControllerConfig {
   readonly writeBackPluginNames: readonly string[];
   /** A Secret in `argocdNamespace` whose `sshSigningKey` signs write-back commits; `undefined` = unsigned. */
   readonly writeBackSigningSecret: string | undefined;
+  /** How long a write-back may keep failing (from the change) before the fallback. */
+  readonly writeBackFallbackAfter: DurationSetting;
+  /** What a change whose write-back failed for `writeBackFallbackAfter` gets: an in-cluster restart, or nothing. */
+  readonly writeBackFallback: WriteBackFallback;
   /** For each flag name, where its value came from. */
   readonly provenance: Readonly<Record<string, Provenance>>;
 }
@@ -272,6 +278,10 @@ export const TRACKING_METHODS = Object.freeze(['annotation', 'label', 'annotatio
 
 /** The log levels, most verbose first. */
 export const LOG_LEVELS = Object.freeze(['trace', 'debug', 'info', 'warn', 'error'] as const);
+
+/** What a change whose write-back keeps failing gets (`--write-back-fallback`). */
+export type WriteBackFallback = 'restart' | 'none';
+const WRITE_BACK_FALLBACKS = Object.freeze(['restart', 'none'] as const satisfies readonly WriteBackFallback[]);
 
 const RESTART_STRATEGIES = Object.freeze(['evict', 'rollout', 'none'] as const satisfies readonly RestartStrategy[]);
 const MODES = Object.freeze(['annotated', 'all'] as const satisfies readonly PolicyMode[]);
@@ -516,6 +526,12 @@ export const CONTROLLER_FLAGS: readonly ControllerFlagSpec[] = Object.freeze([
     description: "A restart holds at most this long after T while the workload's Application has a sync running, a refresh requested, or automated sync and the workload OutOfSync: the sync rolls it anyway (0 never waits).",
   }),
   flag({
+    name: 'argocd-sync-windows',
+    type: 'boolean',
+    default: 'true',
+    description: "An in-cluster restart (eviction, spec.restartAt) waits while the sync windows of its Application's AppProject (list/watch appprojects.argoproj.io in --argocd-namespace) do not allow an automated sync; without the CRD or the permission nothing waits.",
+  }),
+  flag({
     name: 'log-level',
     type: 'enum',
     values: LOG_LEVELS,
@@ -730,6 +746,7 @@ export function parseControllerConfig(argv: readonly string[], env: Env): Contro
     argocdTrackingLabel: read('argocd-tracking-label', asLabelKey),
     argocdNamespace: read('argocd-namespace', asSingleNamespace),
     argocdSyncWait: read('argocd-sync-wait', asDuration),
+    argocdSyncWindows: read('argocd-sync-windows', asBoolean),
     logLevel: read('log-level', asEnum) as LogLevel,
     listPageSize: read('list-page-size', asInteger),
     httpAddr: readOptional('http-addr', asAddress) ?? (kubeconfig.length > 0 ? '127.0.0.1:8080' : ':8080'),
@@ -823,6 +840,20 @@ function writeBackFlags(): readonly ControllerFlagSpec[] {
       defaultText: 'none: commits are not signed',
       description: 'A Secret in --argocd-namespace whose sshSigningKey (an OpenSSH private key without passphrase) signs write-back commits (gpg.format=ssh). GPG keys are not supported yet.',
     }),
+    flag({
+      name: 'write-back-fallback-after',
+      type: 'duration',
+      range: positiveDuration,
+      default: '10m',
+      description: 'A write-back still failing (bad credentials, protected branch, refused source) this long after the change: a Warning Event, the driftless_writeback_push_failures_total metric, and --write-back-fallback.',
+    }),
+    flag({
+      name: 'write-back-fallback',
+      type: 'enum',
+      values: WRITE_BACK_FALLBACKS,
+      default: 'restart',
+      description: "What a change whose write-back keeps failing gets: restart (the workload's in-cluster strategy: evictions, or a Rollout's spec.restartAt) or none (recorded only).",
+    }),
     flag({ name: 'write-back-plugin-names', type: 'name-list', default: 'driftless-v1', description: "plugin.name values marking the Application source the plugin renders: the out-of-band file is written to that source's path." }),
   ];
 }
@@ -843,6 +874,8 @@ type WriteBackSettings = Pick<
   | 'writeBackApplications'
   | 'writeBackPluginNames'
   | 'writeBackSigningSecret'
+  | 'writeBackFallbackAfter'
+  | 'writeBackFallback'
 >;
 
 function readWriteBackSettings(read: Read, readOptional: ReadOptional): WriteBackSettings {
@@ -860,6 +893,8 @@ function readWriteBackSettings(read: Read, readOptional: ReadOptional): WriteBac
     writeBackApplications: readOptional('write-back-applications', asNameList) ?? [],
     writeBackPluginNames: read('write-back-plugin-names', asNameList),
     writeBackSigningSecret: readOptional('write-back-signing-secret', asObjectName),
+    writeBackFallbackAfter: read('write-back-fallback-after', asDuration),
+    writeBackFallback: read('write-back-fallback', asEnum) as WriteBackFallback,
   };
 }
 

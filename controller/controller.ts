@@ -9,7 +9,7 @@ import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import type { HashKey } from '../core/index.ts';
 import { ClusterView, workloadKey } from './cache/cluster-view.ts';
-import { reduceApplication, reduceConfig, reducePod, reduceProviderPodStatus, reduceReplicaSet, reduceWorkload, type TrackingOptions } from './cache/reduce.ts';
+import { reduceAppProject, reduceApplication, reduceConfig, reducePod, reduceProviderPodStatus, reduceReplicaSet, reduceWorkload, type TrackingOptions } from './cache/reduce.ts';
 import type { Clock } from './clock.ts';
 import type { ControllerConfig } from './config.ts';
 import { createEventRecorder, warningEvent } from './events.ts';
@@ -33,12 +33,19 @@ import { WorkQueue } from './queue.ts';
 import { Reconciler } from './reconciler.ts';
 import { createScope } from './scope.ts';
 import { TokenBucket } from './token-bucket.ts';
+import { argoCdSecrets } from './writeback/argocd-secrets.ts';
+import { createWriteBack, type WriteBack } from './writeback/engine.ts';
+import { createWriteBackMetrics, type WriteBackMetrics } from './writeback/metrics.ts';
+import { writeBackSettingsFrom } from './writeback/settings.ts';
 
 /**
  * How long `stop()` waits for in-flight reconciles before it abandons them: with the notifications' 3 s and
  * the Lease release (at most --retry-period), shutdown stays inside the pod's default 30 s grace period.
  */
 export const DRAIN_BUDGET_MS = 15_000;
+
+/** How long a failed write-back waits before it is submitted again (until --write-back-fallback-after). */
+const WRITE_BACK_RETRY_MS = 30_000;
 
 /** The `name` label of the workqueue metrics. */
 export const WORKQUEUE_NAME = 'workloads';
@@ -65,6 +72,8 @@ export interface ControllerDeps {
   readonly onLostLeadership: () => void;
   /** The webhook URL read from `--notify-webhook-url-file` (main reads files, not the controller). */
   readonly notifyWebhookUrl?: WebhookUrl;
+  /** The OS temporary directory, where write-backs clone without `--write-back-work-dir` (main reads it). */
+  readonly tmpdir: string;
 }
 
 /** A running controller. */
@@ -76,6 +85,8 @@ export interface RunningController {
   readonly queue: WorkQueue;
   readonly reflectors: readonly Reflector<unknown>[];
   readonly metrics: ControllerMetrics;
+  /** The Git write-back (strategy git, ADR 0014): closed by `stop()` and the moment leadership is lost. */
+  readonly writeBack: WriteBack;
   readonly health: HealthSources;
   /** Stops taking work, waits for in-flight reconciles, stops the watches. */
   stop(): Promise<void>;
@@ -153,6 +164,20 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
   const recordNamespace = config.leaderElectionNamespace ?? deps.defaultLeaseNamespace;
   const recordCache = new RecordCache();
   const records = config.dryRun ? undefined : createRecordStore({ client, cache: recordCache, namespace: recordNamespace, log, fence, timeoutMs: writeTimeoutMs });
+  // The Git write-back: credentials read on demand in Argo CD's namespace only, each request with the
+  // client's deadline; nothing runs until the restart path submits. Its pushes are writes like any other:
+  // a lost Lease aborts a running git command at once (close), before the process exits.
+  let writeBackMetrics: WriteBackMetrics | undefined;
+  const writeBack = createWriteBack(writeBackSettingsFrom(config, deps.tmpdir), {
+    clock,
+    ...argoCdSecrets(client, {
+      namespace: config.argocdNamespace,
+      credentialsSecret: config.writeBackCredentialsSecret,
+      signingSecret: config.writeBackSigningSecret,
+      timeoutMs: requestTimeoutMs,
+    }),
+    observe: (observation) => writeBackMetrics?.observe(observation),
+  });
   const reconciler = new Reconciler({
     view,
     writes,
@@ -177,16 +202,32 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
       },
       dryRun: config.dryRun,
       argocdSyncWaitMs: config.argocdSyncWait.ms,
+      // The git strategy (ADR 0015); never under --dry-run, where a push would be a write.
+      ...(config.dryRun ? {} : {
+        writeBack: {
+          defaults: { namespaces: config.writeBackNamespaces, applications: config.writeBackApplications },
+          fallbackAfterMs: config.writeBackFallbackAfter.ms,
+          fallback: config.writeBackFallback,
+          retryMs: WRITE_BACK_RETRY_MS,
+          keyed: deps.hashKey !== undefined,
+        },
+      }),
     },
     // A workload that finds no token is requeued for when the next one accrues: a worker never waits.
     startLimiter: { tryTake: () => restartStarts.tryTake(), retryAfterMs: Math.ceil(1000 / config.restartRate) },
     skew,
+    writeBack,
+    // A write-back's answer wakes its workload at once (the queue is created below; this runs only later).
+    wake: (key) => queue.add(key),
     ...(records === undefined ? {} : { records }),
     get metrics() {
       return metrics;
     },
     get fleetMetrics() {
       return fleetMetrics;
+    },
+    get writeBackMetrics() {
+      return writeBackMetrics;
     },
   });
   let inFlight = 0;
@@ -280,13 +321,19 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
       enqueue(view.providerStatusChanged(previous, next, clock.now()));
     });
   }
-  // Argo CD's Applications, to hold a restart its pending sync performs anyway (ADR 0011). Optional twice over:
-  // without the CRD the reflector sees an empty collection, without the permission it turns itself off.
-  if (config.argocdSyncWait.ms > 0) {
+  // Argo CD's Applications, to hold a restart its pending sync performs anyway (ADR 0011), and to find their
+  // AppProject's sync windows (issue 15 §8). Optional twice over: without the CRD the reflector sees an empty
+  // collection, without the permission it turns itself off.
+  if (config.argocdSyncWait.ms > 0 || config.argocdSyncWindows) {
     watch(OTHER_RESOURCES.applications, config.argocdNamespace, {
       reduce: (raw) => reduceApplication(raw, config.argocdNamespace),
       offWhenForbidden: true,
     }, (previous, next) => enqueue(view.applicationChanged(previous, next)));
+  }
+  // AppProjects live in Argo CD's namespace only, whatever namespace their Applications are in; only their
+  // syncWindows are kept. Same least privilege as the Applications: list/watch there.
+  if (config.argocdSyncWindows) {
+    watch(OTHER_RESOURCES.appProjects, config.argocdNamespace, { reduce: (raw) => reduceAppProject(raw), offWhenForbidden: true }, (previous, next) => enqueue(view.projectChanged(previous, next)));
   }
   if (config.namespaceSelector !== undefined) {
     watch(OTHER_RESOURCES.namespaces, undefined, {
@@ -311,6 +358,7 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
     clockOffsetSeconds: () => skew.reading(clock.now()).offsetUpperMs / 1000,
   });
   fleetMetrics = createFleetMetrics(metrics.registry, () => reconciler.breakerOpen);
+  writeBackMetrics = createWriteBackMetrics(metrics.registry);
   queueMetrics = createWorkqueueMetrics(metrics.registry, WORKQUEUE_NAME, {
     depth: () => queue.depth,
     unfinishedWorkSeconds: () => queue.unfinishedWorkSeconds(),
@@ -332,7 +380,14 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
       resolve();
       return;
     }
-    elector.start({ onStartedLeading: resolve, onStoppedLeading: deps.onLostLeadership });
+    elector.start({
+      onStartedLeading: resolve,
+      onStoppedLeading: () => {
+        // close() aborts a running git command synchronously; its promise is not awaited: the process exits.
+        void writeBack.close();
+        deps.onLostLeadership();
+      },
+    });
   });
   const synced = Promise.all([cachesSynced, leading]).then(() => {
     if (stopped) return;
@@ -364,6 +419,7 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
     queue,
     reflectors,
     metrics,
+    writeBack,
     health: {
       ready: () => allSynced,
       unhealthy: () => {
@@ -385,6 +441,8 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
       ]);
       drainBound.abort();
       if (!drained) log.warn({ budgetMs: DRAIN_BUDGET_MS }, 'in-flight reconciles did not finish within the drain budget; stopping anyway');
+      // Open write-back batches resolve `stopped`, a running git command is aborted (its work dir removed).
+      await writeBack.close();
       // The last restarts' notifications get a moment, bounded well inside a pod's termination grace period.
       await notifications.close(3000);
       // Release the Lease after in-flight work, so the next leader starts from our last write.

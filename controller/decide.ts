@@ -15,6 +15,7 @@
 import { ANNOTATIONS, CONFIG_KINDS, decide as decidePolicy, namedMatch, readWorkloadPolicy, type ConfigKind, type PolicyDecision, type PolicyMode } from '../core/index.ts';
 import { ABSENT, BOOKKEEPING, RELOADER_ROLLOUT_STRATEGY, configKey, restartTimeFor, restartTimeForWrite, type DigestMap } from './bookkeeping.ts';
 import type { ConfigSummary, RestartStrategy, WorkloadSummary } from './model.ts';
+import { GIT_STRATEGY } from './writeback/select.ts';
 
 /** Read access to the config caches of one namespace. */
 export interface ConfigLookup {
@@ -158,18 +159,24 @@ export function compareDigests(
   return sameKeys ? { action: 'none' } : { action: 'record', why: 'set-changed' };
 }
 
-/** How a workload is restarted, resolved from its annotations and the default. */
-export type ResolvedStrategy = 'evict' | 'restart-at' | 'template' | 'record-only';
+/** How a workload is restarted, resolved from its annotations and the default; `git`: by a commit (ADR 0015). */
+export type ResolvedStrategy = 'evict' | 'restart-at' | 'template' | 'record-only' | 'git';
 
-/** The strategy for a workload: `driftless.dev/restart-strategy`, Reloader's Rollout strategy, then the default. */
-export function resolveStrategy(workload: WorkloadSummary, fallback: RestartStrategy): { strategy: ResolvedStrategy; problem?: string } {
+/**
+ * The strategy for a workload: `driftless.dev/restart-strategy`, Reloader's Rollout strategy, then the default.
+ * `git` is true when the Git write-back selects the workload (controller/writeback/select.ts, which reads the
+ * annotation `git` and the `--write-back-*` defaults); without it, a workload annotated `git` resolves to the
+ * in-cluster strategy its write-back falls back to.
+ */
+export function resolveStrategy(workload: WorkloadSummary, fallback: RestartStrategy, git = false): { strategy: ResolvedStrategy; problem?: string } {
   if (workload.kind === 'CronJob') return { strategy: 'record-only' };
+  if (git) return { strategy: 'git' };
   const own = workload.annotations[BOOKKEEPING.strategy];
   let chosen: RestartStrategy = fallback;
   let problem: string | undefined;
   if (own !== undefined) {
     if (own === 'evict' || own === 'rollout' || own === 'none') chosen = own;
-    else problem = `${BOOKKEEPING.strategy}: ${JSON.stringify(own)} is not evict, rollout or none; using ${fallback}`;
+    else if (own !== GIT_STRATEGY) problem = `${BOOKKEEPING.strategy}: ${JSON.stringify(own)} is not evict, rollout, none or git; using ${fallback}`;
   } else if (workload.kind === 'Rollout') {
     const reloader = workload.annotations[RELOADER_ROLLOUT_STRATEGY];
     if (reloader === 'rollout') chosen = 'rollout';

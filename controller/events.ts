@@ -21,6 +21,10 @@ export type EventReason = 'RestartStarted' | 'RestartFinished' | 'RestartBlocked
   | 'RestartDeferred' | 'RestartHalted' | 'RestartPaused'
   /** A restart waits for Argo CD's pending sync (ADR 0011), or stopped waiting at its bound. */
   | 'RestartWaitingForSync' | 'RestartSyncWaitExpired'
+  /** A restart waits for its AppProject's sync windows to open (ADR 0015). */
+  | 'RestartWaitingForSyncWindow'
+  /** The git strategy (ADR 0015): the digests are in Git; a write-back failed (retried); given up, the fallback. */
+  | 'WriteBackCommitted' | 'WriteBackFailed' | 'WriteBackFallback'
   /** The API server refused one of the controller's writes for good (403 from an admission webhook, 422). */
   | 'WriteRejected'
   /** A restart made no progress within --restart-progress-deadline: halted, its slot given back. */

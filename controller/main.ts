@@ -10,7 +10,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { hostname } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { UsageError } from '../cli/errors.ts';
 import { systemClock } from './clock.ts';
 import { controllerUsageText, parseControllerConfig } from './config.ts';
@@ -86,6 +86,7 @@ async function main(argv: readonly string[]): Promise<number> {
       identity: process.env['POD_NAME'] || `${hostname()}_${randomBytes(4).toString('hex')}`,
       defaultLeaseNamespace: podNamespace,
       notifyWebhookUrl,
+      tmpdir: tmpdir(),
       onLostLeadership: () => {
         lostLeadership = true;
         onLost();

@@ -6,6 +6,8 @@
  * code that reads them is pure and unit-testable without a cluster.
  */
 import type { Manifest, PolicyMode, Reference } from '../core/index.ts';
+import type { CompiledWindow } from './windows/sync-windows.ts';
+import type { ApplicationLike } from './writeback/source.ts';
 
 /** Namespace and name: the identity every cache is keyed by. */
 export interface ObjectRef {
@@ -111,6 +113,8 @@ export interface WorkloadSummary extends ObjectRef {
   readonly references: readonly Reference[];
   /** The pod template carries `driftless.dev/config-hash` (the plugin rendered it). */
   readonly stamped: boolean;
+  /** Its value: a new one means Argo CD synced a new render (how a Git write-back knows its commit arrived). */
+  readonly configHash: string | undefined;
   readonly tracking: Tracking | undefined;
   /** The workload's own `driftless.dev/*` and Reloader strategy annotations, raw. */
   readonly annotations: Readonly<Record<string, string>>;
@@ -177,4 +181,26 @@ export interface ApplicationSummary extends ObjectRef {
   readonly automated: boolean;
   /** `group/Kind/namespace/name` of every resource `status.resources` lists OutOfSync, sorted. */
   readonly outOfSync: readonly string[];
+  /** `spec.project` (`default` when empty, as Argo CD reads it): the AppProject whose sync windows hold its restarts. */
+  readonly project: string;
+  /** `spec.destination`, what a sync window's `clusters` and `namespaces` match (`''` when unset). */
+  readonly destination: { readonly server: string; readonly name: string; readonly namespace: string };
+  /**
+   * What the Git write-back reads (controller/writeback/source.ts): name, namespace, the
+   * `driftless.dev/write-back-*` annotations, and of `spec.source`/`spec.sources` only repoURL, path,
+   * targetRevision, chart, ref, name and plugin.name.
+   */
+  readonly writeBackSource: ApplicationLike;
+}
+
+/**
+ * An Argo CD AppProject, cut down to its `spec.syncWindows` (issue 15 §8):
+ * roles, source and destination lists are never kept.
+ */
+export interface AppProjectSummary extends ObjectRef {
+  readonly resourceVersion: string;
+  /** Every window, compiled once on arrival (an invalid one kept as such: it holds, as in Argo CD). */
+  readonly windows: readonly CompiledWindow[];
+  /** What is wrong with the windows as written, naming `spec.syncWindows[i].field`. */
+  readonly problems: readonly string[];
 }

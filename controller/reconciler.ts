@@ -23,12 +23,19 @@ import { normalEvent, warningEvent, type EventConfig, type EventRecorder } from 
 import type { FleetMetrics } from './fleet/metrics.ts';
 import { FLEET_ANNOTATIONS, breakerState, cooldownFor, cooldownRemaining, formatHalt, parseHalt, type BreakerState, type FleetOptions } from './fleet/safety.ts';
 import type { ControllerMetrics } from './metrics.ts';
-import type { PodSummary, RestartStrategy, WorkloadSummary } from './model.ts';
+import type { AppProjectSummary, PodSummary, RestartStrategy, WorkloadSummary } from './model.ts';
+import { windowHold } from './windows/gate.ts';
 import type { ProcessResult } from './queue.ts';
 import { restartWarnings } from './restart/evict-plan.ts';
 import { isStalePod, isTerminalPod } from './restart/stale-pods.ts';
 import { expiredSyncWait, nextStep, type RestartInput, type RestartStep, type WaitCause } from './restart/step.ts';
 import type { OwnFields, Writes } from './kube/writes.ts';
+import { gitStep, type GitFallback } from './restart/git.ts';
+import type { WriteBack } from './writeback/engine.ts';
+import type { WriteBackMetrics } from './writeback/metrics.ts';
+import type { ConfigDigest } from './writeback/model.ts';
+import { formatWriteBackRecord, parseWriteBackRecord, WRITE_BACK_ANNOTATION, type WriteBackRecord } from './writeback/record.ts';
+import { selectGit, type WriteBackDefaults } from './writeback/select.ts';
 
 /** The reconcile settings from the configuration. */
 export interface ReconcileOptions {
@@ -59,6 +66,22 @@ export interface ReconcileOptions {
    * 0 or absent: never.
    */
   readonly argocdSyncWaitMs?: number;
+  /** The git strategy's settings (`--write-back-*`, ADR 0015); absent: no workload uses it. */
+  readonly writeBack?: GitStrategyOptions;
+}
+
+/** The git strategy's settings. */
+export interface GitStrategyOptions {
+  /** `--write-back-namespaces`, `--write-back-applications`. */
+  readonly defaults: WriteBackDefaults;
+  /** `--write-back-fallback-after` in ms. */
+  readonly fallbackAfterMs: number;
+  /** `--write-back-fallback`. */
+  readonly fallback: GitFallback;
+  /** How long a failed write-back waits before it is submitted again. */
+  readonly retryMs: number;
+  /** The controller has a hash key (without one nothing is written to Git). */
+  readonly keyed: boolean;
 }
 
 /** The fleet-wide limit on restart starts (a TokenBucket); `retryAfterMs` is when to look again. */
@@ -88,10 +111,15 @@ export interface ReconcilerDeps {
   readonly records?: RecordStore;
   /** The API server's clock as learnt from the watches; absent: the clocks are taken to agree. */
   readonly skew?: ClockSkew;
+  /** The Git write-back (strategy git, ADR 0015); absent: no workload uses it. */
+  readonly writeBack?: WriteBack;
+  readonly writeBackMetrics?: WriteBackMetrics;
+  /** Enqueues a workload (a write-back it submitted has an answer); absent: looked at again each check interval. */
+  readonly wake?: (key: string) => void;
 }
 
 /** Waits that hold a restart before it acts: a `--dry-run` restart reports its evictions only past them. */
-const HOLDS_BEFORE_ACTING: ReadonlySet<WaitCause> = new Set<WaitCause>(['argocd-sync', 'rollout-update', 'breaker']);
+const HOLDS_BEFORE_ACTING: ReadonlySet<WaitCause> = new Set<WaitCause>(['argocd-sync', 'rollout-update', 'breaker', 'sync-window']);
 
 /**
  * Waits the progress deadline applies to: the restart waits on the workload itself, which may never move.
@@ -132,6 +160,13 @@ export class Reconciler {
   readonly #stalled = new Map<string, { readonly restartAt: number; readonly marker: string }>();
   /** Per workload, the T whose wait for Argo CD was announced (and whether its bound expired): one Event each. */
   readonly #syncWaits = new Map<string, { readonly restartAt: number; expired: boolean }>();
+  /**
+   * Per workload, the sync-window hold announced (its end, or the reason when none is known): one Event per
+   * hold, however many changes arrive while it lasts (they become one restart when the window opens).
+   */
+  readonly #windowHolds = new Map<string, string>();
+  /** Restarts in progress through Git (strategy git, not fallen back): they act on no pod, so they hold no slot. */
+  readonly #gitKeys = new Set<string>();
 
   constructor(deps: ReconcilerDeps) {
     this.#deps = deps;
@@ -189,7 +224,7 @@ export class Reconciler {
     const summaryOf = (configKey: string) => selection.configs.find((c) => `${c.kind}/${c.name}` === configKey)?.summary;
     const seenAt = (configKey: string): number => summaryOf(configKey)?.seenAt ?? now;
     const verdict = compareDigests(recorded, current, seenAt, now, options.debounceMs, (configKey) => summaryOf(configKey)?.changedAt);
-    const { strategy, problem } = resolveStrategy(workload, options.defaultStrategy);
+    const { strategy, problem } = resolveStrategy(workload, options.defaultStrategy, this.#gitSelected(workload));
     if (problem !== undefined) await this.#deps.events.record(workload, warningEvent('RestartWarning', problem));
     const halt = parseHalt(workload.annotations[FLEET_ANNOTATIONS.restartHalted]);
 
@@ -213,12 +248,17 @@ export class Reconciler {
         restartAt = verdict.restartAt;
         // T is recorded now, as always (a controller restarted while waiting resumes from it); the template
         // annotation is the restart's first act, so it waits with the rest while Argo CD is about to sync.
-        const waitsForSync = this.#syncWaitOf(workload, restartAt, now).action === 'wait';
+        // So does it while the AppProject's sync windows allow no automated sync (ADR 0015).
+        const waitsForSync = this.#syncWaitOf(workload, restartAt, now).action === 'wait' || this.#windowHoldOf(workload, now) !== undefined;
         await this.#apply(workload, {
           restartedFor: formatDigestMap(current),
           restartAt: formatTime(restartAt),
           templateRestartedAt: strategy === 'template' && !waitsForSync ? formatTime(restartAt) : workload.templateRestartedAt,
+          // The git strategy records what it is to write before it writes it (ADR 0015): a controller restarted
+          // meanwhile submits the same again, which Git makes harmless.
+          ...(strategy === 'git' ? { writeBack: formatWriteBackRecord(pendingWriteBack(workload, restartAt, verdict.changed, current, now)) } : {}),
         });
+        if (strategy === 'git') this.#gitKeys.add(key);
         this.#restarting.add(key);
         this.#blockedSince.delete(key);
         const metrics = this.#deps.metrics;
@@ -227,7 +267,9 @@ export class Reconciler {
           metrics.reloaderReloadExecuted.inc({ success: 'true', namespace: workload.namespace });
           metrics.changeToRestartSeconds.observe({ kind: workload.kind }, Math.max(0, now - Math.max(...verdict.changed.map(seenAt))) / 1000);
         }
-        await this.#deps.events.record(workload, normalEvent('RestartStarted', `replacing the pods created before ${formatTime(restartAt)} (${describeStrategy(strategy)})`, changed));
+        await this.#deps.events.record(workload, normalEvent('RestartStarted', strategy === 'git'
+          ? `the restart at ${formatTime(restartAt)} goes through Git: ${describeStrategy(strategy)}`
+          : `replacing the pods created before ${formatTime(restartAt)} (${describeStrategy(strategy)})`, changed));
         for (const warning of strategy === 'evict' ? restartWarnings(workload) : []) await this.#deps.events.record(workload, warningEvent('RestartWarning', warning));
         break;
       }
@@ -253,13 +295,13 @@ export class Reconciler {
     if (records === undefined || options.dryRun === true) return workload;
     const restartedFor = workload.annotations[BOOKKEEPING.restartedFor];
     if (restartedFor !== undefined) {
-      await records.write(workload, { restartedFor, restartAt: workload.annotations[BOOKKEEPING.restartAt] });
+      await records.write(workload, { restartedFor, restartAt: workload.annotations[BOOKKEEPING.restartAt], writeBack: workload.annotations[WRITE_BACK_ANNOTATION] });
       return workload;
     }
     const record = records.get(workload.uid);
     if (record === undefined) return workload;
     log.info({ workload: key, restartAt: record.restartAt }, 'the workload lost its bookkeeping annotations (replaced): restored from its record');
-    const fields: OwnFields = { restartedFor: record.restartedFor, restartAt: record.restartAt, templateRestartedAt: workload.templateRestartedAt };
+    const fields: OwnFields = { restartedFor: record.restartedFor, restartAt: record.restartAt, templateRestartedAt: workload.templateRestartedAt, writeBack: record.writeBack };
     await this.#apply(workload, fields);
     // Decided from what was just written, over the newest cached version: the cache may already hold a later
     // version of the replaced object (a status update) that does not show the write yet.
@@ -269,17 +311,20 @@ export class Reconciler {
   /** Server-side apply of the controller's own fields, only when they differ from the live ones. */
   async #apply(workload: WorkloadSummary, given: OwnFields): Promise<void> {
     const key = workloadKey(workload.kind, workload.namespace, workload.name);
-    // An apply that omits an owned field removes it: the halt is carried over unless this write sets it.
-    const fields: OwnFields = 'restartHalted' in given ? given : { ...given, restartHalted: workload.annotations[FLEET_ANNOTATIONS.restartHalted] };
+    // An apply that omits an owned field removes it: the halt and the write-back record are carried over unless
+    // this write sets them.
+    const withHalt: OwnFields = 'restartHalted' in given ? given : { ...given, restartHalted: workload.annotations[FLEET_ANNOTATIONS.restartHalted] };
+    const fields: OwnFields = 'writeBack' in withHalt ? withHalt : { ...withHalt, writeBack: workload.annotations[WRITE_BACK_ANNOTATION] };
     const same = workload.annotations[BOOKKEEPING.restartedFor] === fields.restartedFor
       && workload.annotations[BOOKKEEPING.restartAt] === fields.restartAt
       && workload.templateRestartedAt === fields.templateRestartedAt
-      && workload.annotations[FLEET_ANNOTATIONS.restartHalted] === fields.restartHalted;
+      && workload.annotations[FLEET_ANNOTATIONS.restartHalted] === fields.restartHalted
+      && workload.annotations[WRITE_BACK_ANNOTATION] === fields.writeBack;
     const text = JSON.stringify(fields);
     const last = this.#lastApply.get(key);
     // Written already, and the watch has not delivered our write yet: writing again would be a wasted request.
     if (same || (last !== undefined && last.basedOn === workload.resourceVersion && last.fields === text)) return;
-    if (this.#deps.options.dryRun !== true) await this.#deps.records?.write(workload, { restartedFor: fields.restartedFor, restartAt: fields.restartAt });
+    if (this.#deps.options.dryRun !== true) await this.#deps.records?.write(workload, { restartedFor: fields.restartedFor, restartAt: fields.restartAt, writeBack: fields.writeBack });
     await this.#deps.writes.applyOwnFields(workload, fields);
     if (this.#deps.options.dryRun === true) {
       // Nothing was applied: the dry-run writes said what they would record.
@@ -296,6 +341,7 @@ export class Reconciler {
    */
   async #progress(key: string, workload: WorkloadSummary, strategy: Exclude<ResolvedStrategy, 'record-only'>, restartAt: number, now: number): Promise<ProcessResult> {
     const { options, view } = this.#deps;
+    if (strategy === 'git') return this.#progressGit(key, workload, restartAt, now);
     if (strategy === 'evict' && this.#dryRunFinished.get(key) === restartAt) return undefined;
     const input: RestartInput = {
       workload,
@@ -306,6 +352,7 @@ export class Reconciler {
       now: this.#deps.skew?.apiNow(now) ?? now,
       acting: this.#restarting.has(key),
       app: view.applicationOf(workload),
+      project: this.#projectOf(workload),
       syncWaitMs: options.argocdSyncWaitMs ?? 0,
       healthGateTimeoutMs: (options.fleet ?? FLEET_OFF).healthGateTimeoutMs,
       breakerOpen: () => this.#breakerAt(now).open,
@@ -370,6 +417,9 @@ export class Reconciler {
   /** Does what a step says. */
   async #execute(key: string, workload: WorkloadSummary, strategy: ResolvedStrategy, restartAt: number, now: number, step: RestartStep, apiNow: number): Promise<ProcessResult> {
     const { options, events, log } = this.#deps;
+    // A sync-window hold ends with an act (or the restart's end); the next hold (a later window) is announced
+    // anew. Other waits do not end it: a later change's T may be ahead of the clock for a moment.
+    if (step.kind !== 'wait') this.#windowHolds.delete(key);
     switch (step.kind) {
       case 'done':
         return this.#done(key, workload, restartAt);
@@ -395,6 +445,15 @@ export class Reconciler {
             this.#syncWaits.set(key, { restartAt, expired: false });
             await events.record(workload, normalEvent('RestartWaitingForSync', `${step.reason}: its sync replaces the pods, so the restart at ${formatTime(restartAt)} waits for it (at most ${this.#syncWaitBound()})`));
           }
+        }
+        if (step.cause === 'sync-window') {
+          const hold = `${step.name ?? ''}\u0000${step.until ?? step.reason}`;
+          if (this.#windowHolds.get(key) !== hold) {
+            this.#windowHolds.set(key, hold);
+            await events.record(workload, normalEvent('RestartWaitingForSyncWindow', `${step.reason} (the restart at ${formatTime(restartAt)}; changes meanwhile join it)`));
+          }
+          // Nothing in the cluster announces a window opening: look again at its end (resync and an AppProject change wake it too).
+          return { requeueAfterMs: step.until === undefined ? options.checkIntervalMs : Math.max(1, step.until - apiNow) };
         }
         if (step.cause === 'breaker') this.#deps.fleetMetrics?.restartsDeferred.inc({ cause: 'breaker' });
         log.debug({ workload: key, cause: step.cause, reason: step.reason }, 'restart waiting');
@@ -426,6 +485,116 @@ export class Reconciler {
         }
         return { requeueAfterMs: options.checkIntervalMs };
     }
+  }
+
+  /** Whether the Git write-back selects the workload (strategy git): its annotation, or the `--write-back-*` defaults. */
+  #gitSelected(workload: WorkloadSummary): boolean {
+    const { options, writeBack, view } = this.#deps;
+    if (options.writeBack === undefined || writeBack === undefined) return false;
+    return selectGit(workload, view.applicationOf(workload), options.writeBack.defaults).git;
+  }
+
+  /**
+   * Moves a restart through Git one step (controller/restart/git.ts decides, ADR 0015): submit the changed
+   * digests, record the engine's answer, wait for Argo CD's sync and the roll, or fall back to the cluster.
+   */
+  async #progressGit(key: string, workload: WorkloadSummary, restartAt: number, now: number): Promise<ProcessResult> {
+    const { options, view, events, log } = this.#deps;
+    const writeBack = this.#deps.writeBack;
+    const settings = options.writeBack;
+    const record = parseWriteBackRecord(workload.annotations[WRITE_BACK_ANNOTATION]);
+    // No record for this T: the restart at T was not one through Git (the strategy changed since); nothing is written for it.
+    if (writeBack === undefined || settings === undefined || record?.restartAt !== restartAt) {
+      this.#finish(key);
+      return undefined;
+    }
+    const app = view.applicationOf(workload);
+    const configs = recordedConfigs(workload.namespace, record);
+    const step = gitStep({
+      restartAt,
+      changed: configs,
+      record,
+      status: app === undefined ? undefined : writeBack.statusOf(app.namespace, app.name),
+      tracked: app !== undefined && configs.length > 0,
+      keyed: settings.keyed,
+      workload,
+      now,
+      fallbackAfterMs: settings.fallbackAfterMs,
+      fallback: settings.fallback,
+      retryMs: settings.retryMs,
+    });
+    const own = (next: WriteBackRecord): OwnFields => ({
+      restartedFor: workload.annotations[BOOKKEEPING.restartedFor] ?? '{}',
+      restartAt: workload.annotations[BOOKKEEPING.restartAt],
+      templateRestartedAt: workload.templateRestartedAt,
+      writeBack: formatWriteBackRecord(next),
+    });
+    if (step.kind !== 'fall-back') {
+      this.#restarting.add(key);
+      this.#gitKeys.add(key);
+    }
+    switch (step.kind) {
+      case 'submit': {
+        await this.#apply(workload, own(step.record));
+        if (app === undefined) return { requeueAfterMs: options.checkIntervalMs };
+        log.info({ workload: key, application: `${app.namespace}/${app.name}` }, 'write-back submitted');
+        void writeBack.submit({
+          application: app.writeBackSource,
+          configs: step.configs,
+          workloads: [{ kind: workload.kind, namespace: workload.namespace, name: workload.name }],
+          changeSeenAt: restartAt,
+        }).then(() => this.#deps.wake?.(key));
+        return { requeueAfterMs: options.checkIntervalMs };
+      }
+      case 'record': {
+        await this.#apply(workload, own(step.record));
+        const { sha, branch, repo, error } = step.record;
+        if (step.record.state === 'committed') {
+          await events.record(workload, normalEvent('WriteBackCommitted', `${sha === undefined ? 'the digests were already' : `committed ${sha.slice(0, 12)}`} in ${repo ?? 'the repository'} on ${branch ?? 'its branch'} for the restart at ${formatTime(restartAt)}: Argo CD's sync rolls the ${workload.kind}`, changedConfigs(Object.keys(record.configs))));
+        } else {
+          const result = app === undefined ? undefined : writeBack.statusOf(app.namespace, app.name)?.result;
+          const message = result?.status === 'failed' ? result.error.message : error ?? 'unknown';
+          await events.record(workload, warningEvent('WriteBackFailed', `the write-back failed (${error ?? 'unknown'}): ${message}; retrying until --write-back-fallback-after`));
+        }
+        return { requeueAfterMs: options.checkIntervalMs };
+      }
+      case 'wait':
+        log.debug({ workload: key, cause: step.cause, reason: step.reason }, 'write-back waiting');
+        return { requeueAfterMs: step.until === undefined ? options.checkIntervalMs : Math.max(1, Math.min(options.checkIntervalMs * 60, step.until - now)) };
+      case 'fall-back': {
+        await this.#apply(workload, own(step.record));
+        if (step.announce) {
+          this.#deps.writeBackMetrics?.fallbacks.inc({ cause: step.cause });
+          log.warn({ workload: key, cause: step.cause, to: step.to }, 'write-back given up');
+          await events.record(workload, warningEvent('WriteBackFallback', `${step.reason}; ${step.to === 'restart' ? 'restarting in the cluster instead' : 'recorded only (--write-back-fallback none)'}`, changedConfigs(Object.keys(record.configs))));
+        }
+        this.#gitKeys.delete(key);
+        const inCluster = resolveStrategy(workload, options.defaultStrategy).strategy;
+        if (step.to === 'none' || inCluster === 'record-only' || inCluster === 'git') {
+          this.#finish(key);
+          return undefined;
+        }
+        // The restart at T goes on in the cluster, from what was just written.
+        return this.#progress(key, withOwnFields(workload, own(step.record)), inCluster, restartAt, now);
+      }
+      case 'done':
+        if (this.#finish(key)) {
+          this.#deps.metrics?.restartsFinished.inc({ kind: workload.kind, namespace: workload.namespace, strategy: 'git' });
+          await events.record(workload, normalEvent('RestartFinished', `Argo CD synced the write-back${record.sha === undefined ? '' : ` (commit ${record.sha.slice(0, 12)})`} and the ${workload.kind} rolled`));
+        }
+        return undefined;
+    }
+  }
+
+  /** The workload's Application's AppProject, when both are watched. */
+  #projectOf(workload: WorkloadSummary): AppProjectSummary | undefined {
+    const app = this.#deps.view.applicationOf(workload);
+    return app === undefined ? undefined : this.#deps.view.projectOf(app);
+  }
+
+  /** The sync windows' hold on this workload's restart now (ADR 0015), or `undefined`. */
+  #windowHoldOf(workload: WorkloadSummary, now: number): ReturnType<typeof windowHold> {
+    return windowHold({ app: this.#deps.view.applicationOf(workload), project: this.#projectOf(workload), now: this.#deps.skew?.apiNow(now) ?? now, notActed: true });
   }
 
   /** The sync-wait rule for this workload's Application (ADR 0011). */
@@ -577,9 +746,16 @@ export class Reconciler {
     return undefined;
   }
 
-  /** Restarts holding a `--max-concurrent-restarts` slot: in progress, and not refused by a PodDisruptionBudget. */
+  /** Restarts holding a `--max-concurrent-restarts` slot: in progress, not refused by a PodDisruptionBudget, not held by sync windows. */
   #actingCount(): number {
-    return this.#restarting.size - this.#blockedCount();
+    return this.#restarting.size - this.#blockedCount() - this.#windowHeldCount() - [...this.#gitKeys].filter((key) => this.#restarting.has(key)).length;
+  }
+
+  /** Restarts in progress held by their sync windows: they act on nothing, so they hold no slot (a window may stay shut for hours). */
+  #windowHeldCount(): number {
+    let count = 0;
+    for (const key of this.#windowHolds.keys()) if (this.#restarting.has(key) && !this.#blockedSince.has(key)) count++;
+    return count;
   }
 
   /** Restarts in progress whose evictions are being refused (PodDisruptionBudget). */
@@ -593,6 +769,8 @@ export class Reconciler {
   #finish(key: string): boolean {
     this.#blockedSince.delete(key);
     this.#syncWaits.delete(key);
+    this.#windowHolds.delete(key);
+    this.#gitKeys.delete(key);
     this.#lastProgress.delete(key);
     if (this.#deps.view.workload(key) === undefined) {
       this.#stalled.delete(key);
@@ -610,6 +788,7 @@ function withOwnFields(workload: WorkloadSummary, own: OwnFields): WorkloadSumma
   const annotations: Record<string, string> = { ...workload.annotations, [BOOKKEEPING.restartedFor]: own.restartedFor };
   if (own.restartAt !== undefined) annotations[BOOKKEEPING.restartAt] = own.restartAt;
   if (own.restartHalted !== undefined) annotations[FLEET_ANNOTATIONS.restartHalted] = own.restartHalted;
+  if (own.writeBack !== undefined) annotations[WRITE_BACK_ANNOTATION] = own.writeBack;
   return { ...workload, annotations, templateRestartedAt: own.templateRestartedAt };
 }
 
@@ -662,7 +841,29 @@ function describeStrategy(strategy: ResolvedStrategy): string {
     case 'restart-at': return 'the Rollout\'s spec.restartAt';
     case 'template': return 'a rolling update through the pod template annotation driftless.dev/restarted-at';
     case 'record-only': return 'recorded only';
+    case 'git': return 'a commit of the changed digests to the Application\'s Git source, which Argo CD syncs';
   }
 }
 
 export { parseWorkloadKey };
+
+/** The record of a restart through Git at T, before its first submission: the changed configs' keyed digests. */
+function pendingWriteBack(workload: WorkloadSummary, restartAt: number, changed: readonly string[], current: Readonly<Record<string, string>>, now: number): WriteBackRecord {
+  const configs: Record<string, string> = {};
+  for (const key of changed) {
+    const digest = current[key];
+    if (digest !== undefined && (key.startsWith('ConfigMap/') || key.startsWith('Secret/'))) configs[key] = digest;
+  }
+  return { restartAt, state: 'pending', configs, templateHash: workload.configHash ?? '', since: now, at: now };
+}
+
+/** The configs a record holds, as the write-back takes them (only ConfigMaps and Secrets have a digest the plugin folds). */
+function recordedConfigs(namespace: string, record: WriteBackRecord): ConfigDigest[] {
+  const out: ConfigDigest[] = [];
+  for (const [key, digest] of Object.entries(record.configs)) {
+    const slash = key.indexOf('/');
+    const kind = key.slice(0, slash);
+    if (kind === 'ConfigMap' || kind === 'Secret') out.push({ kind, namespace, name: key.slice(slash + 1), digest });
+  }
+  return out;
+}

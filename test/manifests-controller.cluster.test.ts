@@ -135,11 +135,12 @@ function assertHardenedController(deployment: Json, serviceAccount: Json): void 
 describe('manifests/controller (kustomize)', () => {
   it('the base: hardened Deployment with leader election and probes, a metrics Service, and exactly the documented ClusterRole', async () => {
     const documents = await kustomizeBuild(manifests);
-    assert.deepEqual(documents.map((d) => String(d['kind'])).sort(), ['ClusterRole', 'ClusterRoleBinding', 'Deployment', 'Namespace', 'PodDisruptionBudget', 'Role', 'RoleBinding', 'Service', 'ServiceAccount']);
+    assert.deepEqual(documents.map((d) => String(d['kind'])).sort(), ['ClusterRole', 'ClusterRoleBinding', 'Deployment', 'Namespace', 'PodDisruptionBudget', 'Role', 'Role', 'RoleBinding', 'RoleBinding', 'Service', 'ServiceAccount']);
     const deployment = only(documents, 'Deployment');
     const serviceAccount = only(documents, 'ServiceAccount');
     assertHardenedController(deployment, serviceAccount);
-    assert.ok(documents.filter((d) => d['kind'] !== 'Namespace' && !d['kind'].startsWith('Cluster')).every((d) => d['metadata'].namespace === 'driftless'));
+    assertWriteBackRole(documents, 'driftless-controller-write-back', 'driftless-controller', 'driftless');
+    assert.ok(documents.filter((d) => d['kind'] !== 'Namespace' && !d['kind'].startsWith('Cluster') && d['metadata'].name !== 'driftless-controller-write-back').every((d) => d['metadata'].namespace === 'driftless'));
     const service = only(documents, 'Service');
     assert.deepEqual(service['spec'].ports, [{ name: 'metrics', port: 8080, targetPort: 'http', protocol: 'TCP' }]);
     assert.deepEqual(service['spec'].selector, deployment['spec'].selector.matchLabels);
@@ -147,12 +148,12 @@ describe('manifests/controller (kustomize)', () => {
     const binding = only(documents, 'ClusterRoleBinding');
     assert.deepEqual(binding['subjects'], [{ kind: 'ServiceAccount', name: serviceAccount['metadata'].name, namespace: 'driftless' }]);
     assert.equal(binding['roleRef'].name, only(documents, 'ClusterRole')['metadata'].name);
-    const lease = only(documents, 'Role');
+    const lease = only(documents, 'Role', 'driftless-leader-election');
     assert.deepEqual(grants(lease['rules']), [
       '|configmaps|create', '|configmaps|delete', '|configmaps|list', '|configmaps|update', '|configmaps|watch',
       'coordination.k8s.io|leases|create', 'coordination.k8s.io|leases|get', 'coordination.k8s.io|leases|update',
     ].sort());
-    assert.equal(only(documents, 'RoleBinding')['roleRef'].name, lease['metadata'].name);
+    assert.equal(only(documents, 'RoleBinding', 'driftless-leader-election')['roleRef'].name, lease['metadata'].name);
   });
 
   it('the root README\'s RBAC table agrees with the verb table', async () => {
@@ -166,6 +167,8 @@ describe('manifests/controller (kustomize)', () => {
     const documents = await kustomizeBuild(join(manifests, 'namespaced'));
     assert.ok(!documents.some((d) => d['kind'].startsWith('Cluster')), 'no ClusterRole or ClusterRoleBinding');
     assertNamespacedInstall(documents, await verbTable(), ['default']);
+    assertWriteBackRole(documents, 'driftless-controller-write-back', 'driftless-controller', 'driftless');
+    assert.deepEqual(grants(only(documents, 'Role', 'driftless-controller-applications', 'argocd')['rules']), ['argoproj.io|applications|list', 'argoproj.io|applications|watch', 'argoproj.io|appprojects|list', 'argoproj.io|appprojects|watch']);
   });
 
   it('the README\'s recipe for other namespaces builds: web and payments, not default', async () => {
@@ -191,6 +194,20 @@ describe('manifests/controller (kustomize)', () => {
     }
   });
 });
+
+/**
+ * The write-back's Role: in Argo CD's namespace only, Secrets listed (every request selected by label or
+ * name), the known-hosts ConfigMap read by name, and nothing else; bound to the controller's account.
+ */
+function assertWriteBackRole(documents: readonly Json[], name: string, account: string, accountNamespace: string): void {
+  const role = only(documents, 'Role', name, 'argocd');
+  const rules = role['rules'] as Json[];
+  assert.deepEqual(rules.map((r) => r['resourceNames'] ?? null), [null, ['argocd-ssh-known-hosts-cm']], 'Secrets listed (selected per request), the known-hosts ConfigMap by name');
+  assert.deepEqual(grants(rules.map((rule) => Object.fromEntries(Object.entries(rule).filter(([key]) => key !== 'resourceNames')))), ['|configmaps|get', '|secrets|list']);
+  const binding = only(documents, 'RoleBinding', name, 'argocd');
+  assert.equal(binding['roleRef'].name, name);
+  assert.deepEqual(binding['subjects'], [{ kind: 'ServiceAccount', name: account, namespace: accountNamespace }]);
+}
 
 function assertNamespacedInstall(documents: readonly Json[], documented: readonly string[], watched: readonly string[]): void {
   const roles = documents.filter((d) => d['kind'] === 'Role' && d['metadata'].name === 'driftless-controller');
@@ -250,6 +267,16 @@ describe('charts/driftless (helm)', () => {
     assert.deepEqual(grants(single.find((d) => d['kind'] === 'Role' && String(d['metadata'].name).endsWith('-records'))?.['rules']), ['|configmaps|create', '|configmaps|delete', '|configmaps|list', '|configmaps|update', '|configmaps|watch'], 'the restart records need their Role without HA too');
   });
 
+  it('writeBack.enabled adds the write-back Role in Argo CD\'s namespace only, and its flags; off by default', async () => {
+    assert.ok(!(await helmTemplate()).some((d) => d['metadata'].name === 'driftless-write-back'), 'no write-back Role by default');
+    const documents = await helmTemplate(['--set', 'writeBack.enabled=true', '--set', 'writeBack.namespaces={shop,blog}', '--set', 'writeBack.applications={argocd/web}', '--set', 'writeBack.credentialsSecret=git-push', '--set', 'argocdSyncWindows=false']);
+    assertWriteBackRole(documents, 'driftless-write-back', 'driftless', 'driftless');
+    const args = container(only(documents, 'Deployment'))['args'] as string[];
+    for (const arg of ['--write-back-namespaces=shop,blog', '--write-back-applications=argocd/web', '--write-back-credentials-secret=git-push', '--write-back-batch-window=5s', '--write-back-fallback-after=10m', '--write-back-fallback=restart', '--argocd-sync-windows=false']) assert.ok(args.includes(arg), arg);
+    assert.match(await helmTemplateFails(['--set', 'writeBack.token=x']), /additional properties 'token' not allowed/);
+    assert.match(await helmTemplateFails(['--set', 'writeBack.fallback=evict']), /fallback/);
+  });
+
   it('renders the hash key Secrets and the plugin\'s ConfigMap, which holds exactly manifests/plugin/plugin.yaml', async () => {
     const documents = await helmTemplate(['--set', 'hashKey.create=true', '--set', 'hashKey.value=k1', '--set', 'argocdPlugin.enabled=true', '--set', 'argocdPlugin.hashKey.create=true', '--set', 'argocdPlugin.hashKey.value=k2']);
     assert.equal(only(documents, 'Secret', 'driftless-hash-key', 'driftless')['data'].key, Buffer.from('k1').toString('base64'));
@@ -283,7 +310,7 @@ fixture.test('the API server accepts every rendered object (server-side dry-run)
   assert.match(await serverDryRun(cluster, base), /deployment.apps\/driftless-controller created \(server dry run\)/);
   await serverDryRun(cluster, await kustomizeBuild(join(manifests, 'namespaced')));
   await serverDryRun(cluster, await helmTemplate());
-  await serverDryRun(cluster, await helmTemplate(['--set', 'watchGlobally=false', '--set', 'namespaces={a,b}', '--set', 'namespaceSelector=team=web', '--set', 'argocdPlugin.enabled=true', '--set', 'argocdPlugin.hashKey.create=true', '--set', 'argocdPlugin.hashKey.value=k', '--set', 'hashKey.create=true', '--set', 'hashKey.value=k']));
+  await serverDryRun(cluster, await helmTemplate(['--set', 'writeBack.enabled=true', '--set', 'watchGlobally=false', '--set', 'namespaces={a,b}', '--set', 'namespaceSelector=team=web', '--set', 'argocdPlugin.enabled=true', '--set', 'argocdPlugin.hashKey.create=true', '--set', 'argocdPlugin.hashKey.value=k', '--set', 'hashKey.create=true', '--set', 'hashKey.value=k']));
 }, { timeout: 180_000 });
 
 /**
@@ -308,7 +335,7 @@ async function installShippedRbac(cluster: Cluster, namespace: string, editRules
   for (const subject of binding['subjects'] as Json[]) subject['namespace'] = namespace;
   await create(cluster.admin, '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', binding as KubeObject);
   for (const kind of ['Role', 'RoleBinding'] as const) {
-    const object = structuredClone(only(documents, kind));
+    const object = structuredClone(only(documents, kind, 'driftless-leader-election'));
     object['metadata'].namespace = namespace;
     for (const subject of (object['subjects'] ?? []) as Json[]) subject['namespace'] = namespace;
     await create(cluster.admin, `/apis/rbac.authorization.k8s.io/v1/namespaces/${namespace}/${kind === 'Role' ? 'roles' : 'rolebindings'}`, object as KubeObject);

@@ -8,7 +8,7 @@
 import type { ConfigKind } from '../../core/index.ts';
 import { namedMatch, readWorkloadPolicy, CONFIG_KINDS } from '../../core/index.ts';
 import type { ConfigLookup } from '../decide.ts';
-import type { ApplicationSummary, ConfigSummary, PodSummary, ReplicaSetSummary, WorkloadKindName, WorkloadSummary } from '../model.ts';
+import type { AppProjectSummary, ApplicationSummary, ConfigSummary, PodSummary, ReplicaSetSummary, WorkloadKindName, WorkloadSummary } from '../model.ts';
 import type { ProviderPodStatusSummary } from './reduce.ts';
 
 /** `Kind/namespace/name`: the workqueue key of a workload. */
@@ -76,6 +76,8 @@ export class ClusterView {
   readonly #applications = new Map<string, ApplicationSummary>();
   /** Tracking app id → keys of the workloads it tracks (an Application change enqueues them). */
   readonly #byApp = new Map<string, Set<string>>();
+  /** Argo CD AppProjects (their sync windows) by name: they live in the Argo CD namespace only. */
+  readonly #projects = new Map<string, AppProjectSummary>();
 
   // ---- configs -------------------------------------------------------------
 
@@ -231,11 +233,34 @@ export class ClusterView {
     for (const id of next?.trackingIds ?? []) this.#applications.set(id, next as ApplicationSummary);
     const same = previous !== undefined && next !== undefined && previous.operationRunning === next.operationRunning
       && previous.refreshRequested === next.refreshRequested && previous.automated === next.automated
-      && previous.outOfSync.join('\n') === next.outOfSync.join('\n');
+      && previous.outOfSync.join('\n') === next.outOfSync.join('\n')
+      && previous.project === next.project && JSON.stringify(previous.destination) === JSON.stringify(next.destination);
     if (same) return [];
     const keys = new Set<string>();
     for (const id of [...(previous?.trackingIds ?? []), ...(next?.trackingIds ?? [])]) for (const key of this.#byApp.get(id) ?? []) keys.add(key);
     return [...keys].sort();
+  }
+
+  /**
+   * Stores an AppProject change; returns the workloads of its Applications when
+   * its sync windows changed (a held restart may go ahead, or must now wait).
+   */
+  projectChanged(previous: AppProjectSummary | undefined, next: AppProjectSummary | undefined): string[] {
+    const name = (next ?? previous)?.name ?? '';
+    if (next === undefined) this.#projects.delete(name);
+    else this.#projects.set(name, next);
+    const windowsOf = (p: AppProjectSummary | undefined): string => JSON.stringify([p?.windows.map((w) => w.spec), p?.problems]);
+    if (previous !== undefined && next !== undefined && windowsOf(previous) === windowsOf(next)) return [];
+    const keys = new Set<string>();
+    for (const [id, app] of this.#applications) {
+      if (app.project === name) for (const key of this.#byApp.get(id) ?? []) keys.add(key);
+    }
+    return [...keys].sort();
+  }
+
+  /** The AppProject of an Application, when watched. */
+  projectOf(app: Pick<ApplicationSummary, 'project'>): AppProjectSummary | undefined {
+    return this.#projects.get(app.project);
   }
 
   /** The Application a tracking id names (`<app>` or `<namespace>_<app>`), when watched. */

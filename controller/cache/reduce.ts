@@ -19,7 +19,10 @@ import {
   type Manifest,
 } from '../../core/index.ts';
 import { BOOKKEEPING } from '../bookkeeping.ts';
+import { readSyncWindows } from '../windows/sync-windows.ts';
+import type { ApplicationSourceLike } from '../writeback/source.ts';
 import type {
+  AppProjectSummary,
   ApplicationSummary,
   ConfigProducer,
   ConfigSummary,
@@ -355,6 +358,7 @@ export function reduceWorkload(type: { readonly apiVersion: string; readonly kin
     policyManifest,
     references: Object.freeze(template === undefined ? [] : findReferences(template['spec'])),
     stamped: Object.hasOwn(templateAnnotations, HASH_ANNOTATION),
+    configHash: optionalString(templateAnnotations[HASH_ANNOTATION]),
     tracking: readTracking(raw, type, tracking),
     annotations: stringRecord(metadata['annotations'], ownAnnotation),
     templateRestartedAt: templateAnnotations[BOOKKEEPING.templateRestartedAt],
@@ -392,7 +396,9 @@ export function reduceApplication(raw: unknown, argocdNamespace: string): Applic
   const namespace = str(metadata['namespace']);
   const name = str(metadata['name']);
   const phase = str(record(status['operationState'])['phase']);
-  const automated = record(record(object['spec'])['syncPolicy'])['automated'];
+  const spec = record(object['spec']);
+  const automated = record(spec['syncPolicy'])['automated'];
+  const destination = record(spec['destination']);
   const outOfSync = (Array.isArray(status['resources']) ? status['resources'] : [])
     .map(record)
     .filter((resource) => resource['status'] === 'OutOfSync')
@@ -407,5 +413,40 @@ export function reduceApplication(raw: unknown, argocdNamespace: string): Applic
     refreshRequested: optionalString(record(metadata['annotations'])[ARGOCD_REFRESH_ANNOTATION]) !== undefined,
     automated: isRecord(automated) && automated['enabled'] !== false,
     outOfSync: Object.freeze([...new Set(outOfSync)]),
+    // Argo CD's Application.Spec.GetProject: an empty project is `default`.
+    project: str(spec['project']) || 'default',
+    destination: Object.freeze({ server: str(destination['server']), name: str(destination['name']), namespace: str(destination['namespace']) }),
+    writeBackSource: Object.freeze({
+      metadata: Object.freeze({ name, namespace, annotations: stringRecord(metadata['annotations'], (key) => key.startsWith('driftless.dev/write-back')) }),
+      spec: Object.freeze({
+        source: isRecord(spec['source']) ? reduceSource(spec['source']) : undefined,
+        sources: Array.isArray(spec['sources']) ? Object.freeze(spec['sources'].map((s) => reduceSource(record(s)))) : undefined,
+      }),
+    }),
+  });
+}
+
+/** An Application source, cut to what the write-back reads. */
+function reduceSource(source: Raw): ApplicationSourceLike {
+  const plugin = source['plugin'];
+  const out: Record<string, unknown> = {};
+  for (const key of ['repoURL', 'path', 'targetRevision', 'chart', 'ref', 'name'] as const) if (typeof source[key] === 'string') out[key] = source[key];
+  if (isRecord(plugin)) out['plugin'] = Object.freeze(typeof plugin['name'] === 'string' ? { name: plugin['name'] } : {});
+  return Object.freeze(out) as ApplicationSourceLike;
+}
+
+/**
+ * Reduces an Argo CD AppProject to its sync windows, compiled once here
+ * (controller/windows/): everything else of the project is dropped.
+ */
+export function reduceAppProject(raw: unknown): AppProjectSummary {
+  const metadata = record(record(raw)['metadata']);
+  const { windows, problems } = readSyncWindows(raw);
+  return Object.freeze({
+    namespace: str(metadata['namespace']),
+    name: str(metadata['name']),
+    resourceVersion: str(metadata['resourceVersion']),
+    windows,
+    problems,
   });
 }

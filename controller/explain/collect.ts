@@ -8,7 +8,7 @@
  */
 import type { HashKey } from '../../core/index.ts';
 import { ClusterView, workloadKey } from '../cache/cluster-view.ts';
-import { reduceApplication, reduceConfig, reducePod, reduceProviderPodStatus, reduceReplicaSet, reduceWorkload, type TrackingOptions } from '../cache/reduce.ts';
+import { reduceAppProject, reduceApplication, reduceConfig, reducePod, reduceProviderPodStatus, reduceReplicaSet, reduceWorkload, type TrackingOptions } from '../cache/reduce.ts';
 import type { LabelRequirement } from '../config.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { isForbidden, isNotFound } from '../kube/errors.ts';
@@ -229,6 +229,9 @@ export async function collectLive(client: KubeClient, options: CollectOptions): 
     if (workloadKeys.some((key) => view.workload(key)?.tracking !== undefined)) {
       await listTolerant(client, OTHER_RESOURCES.applications, options.argocdNamespace, pageSize, warnings,
         (raw) => view.applicationChanged(undefined, reduceApplication(raw, options.argocdNamespace)), 'a restart waiting for an Argo CD sync is not shown');
+      // Their AppProjects, for the sync windows that hold a restart (ADR 0015).
+      await listTolerant(client, OTHER_RESOURCES.appProjects, options.argocdNamespace, pageSize, warnings,
+        (raw) => view.projectChanged(undefined, reduceAppProject(raw)), 'a restart held by sync windows is not shown');
     }
   }
   return Object.freeze({ namespace, view, podLabels, budgets: Object.freeze(budgets), workloadKeys: Object.freeze(workloadKeys), warnings: Object.freeze(warnings), now });

@@ -34,13 +34,26 @@ function restartLines(restart: LiveRestart): string[] {
       lines.push(`  restart: pending — ${restart.changed.map((key) => key.replace('/', ' ')).join(', ')} changed since the recorded digests; the controller starts a restart (strategy ${restart.strategy})`);
       break;
     case 'in-progress':
-      lines.push(`  restart: in progress${at}, strategy ${restart.strategy}: ${restart.stalePods.length} pod${restart.stalePods.length === 1 ? '' : 's'} created before it left (${restart.stalePods.join(', ')})`);
+      if (restart.strategy === 'git') lines.push(`  restart: in progress${at}, strategy git: through a commit that Argo CD syncs`);
+      else lines.push(`  restart: in progress${at}, strategy ${restart.strategy}: ${restart.stalePods.length} pod${restart.stalePods.length === 1 ? '' : 's'} created before it left (${restart.stalePods.join(', ')})`);
       if (restart.changed.length > 0) lines.push(`  then: ${restart.changed.map((key) => key.replace('/', ' ')).join(', ')} changed again since: another restart follows`);
       break;
   }
   for (const blocker of restart.blockedBy) lines.push(`  blocked: ${blocker.reason}`);
   if (restart.nextEvictions.length > 0) lines.push(`  next: evicts ${restart.nextEvictions.join(', ')}`);
+  if (restart.writeBack !== null) lines.push(`  write-back: ${writeBackLine(restart.writeBack)}`);
   return lines;
+}
+
+/** `committed 0123456789ab on main (https://…), 42 s ago, for restart-at …: Secret db`. */
+function writeBackLine(wb: NonNullable<LiveRestart['writeBack']>): string {
+  const where = wb.branch === null ? '' : ` on ${wb.branch}${wb.repo === null ? '' : ` (${wb.repo})`}`;
+  const what = wb.state === 'committed'
+    ? `committed ${wb.sha === null ? '(the digests were already in Git)' : wb.sha.slice(0, 12)}${where}`
+    : wb.state === 'failed' ? `failing (${wb.error ?? 'unknown'}) since ${wb.sinceSeconds} s`
+      : wb.state === 'fallback' ? `given up (${wb.error ?? 'unknown'}): the restart went to --write-back-fallback`
+        : `pending for ${wb.sinceSeconds} s`;
+  return `${what}, ${wb.ageSeconds} s ago, for restart-at ${wb.restartAt}: ${wb.configs.map((key) => key.replace('/', ' ')).join(', ')}`;
 }
 
 function workloadLines(w: LiveWorkload): string[] {

@@ -67,7 +67,7 @@ async function main(argv: readonly string[]): Promise<number> {
       argocdNamespace: config.argocdNamespace,
       now: clock.now(),
     });
-    const report = buildLiveReport(snapshot, { mode: config.mode, restartStrategy: config.restartStrategy, argocdSyncWaitMs: config.argocdSyncWait.ms, keyed: hashKey !== undefined, target: options.target });
+    const report = buildLiveReport(snapshot, { mode: config.mode, restartStrategy: config.restartStrategy, argocdSyncWaitMs: config.argocdSyncWait.ms, keyed: hashKey !== undefined, target: options.target, writeBackDefaults: { namespaces: config.writeBackNamespaces, applications: config.writeBackApplications } });
     process.stdout.write(options.output === 'json' ? `${JSON.stringify(report, null, 2)}\n` : formatLiveTable(report));
     return 0;
   } catch (error) {

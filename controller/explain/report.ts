@@ -6,13 +6,16 @@
  * keyed hashes (HMAC with the controller's key), shortened, never a value.
  */
 import { ManifestError, type PolicyMode } from '../../core/index.ts';
-import { ABSENT, BOOKKEEPING, configKey, parseDigestMap, parseRestartAt, type DigestMap } from '../bookkeeping.ts';
+import { ABSENT, BOOKKEEPING, configKey, formatTime, parseDigestMap, parseRestartAt, type DigestMap } from '../bookkeeping.ts';
 import { parseWorkloadKey, workloadKey } from '../cache/cluster-view.ts';
 import { compareDigests, outOfBandDigests, resolveStrategy, selectConfigs, type ConfigLookup, type ResolvedStrategy, type Selection } from '../decide.ts';
-import type { PodSummary, RestartStrategy, WorkloadSummary } from '../model.ts';
+import type { AppProjectSummary, PodSummary, RestartStrategy, WorkloadSummary } from '../model.ts';
+import { rolledAway } from '../restart/git.ts';
 import { isStalePod } from '../restart/stale-pods.ts';
 import { nextStep, type RestartStep } from '../restart/step.ts';
 import { matchesSelector } from '../scope.ts';
+import { parseWriteBackRecord, WRITE_BACK_ANNOTATION, type WriteBackRecord } from '../writeback/record.ts';
+import { selectGit, type WriteBackDefaults } from '../writeback/select.ts';
 import type { LiveTarget } from './args.ts';
 import type { BudgetSummary, LiveSnapshot } from './collect.ts';
 
@@ -59,8 +62,8 @@ export interface LiveWorkloadConfig extends LiveDependency {
 
 /** Why a restart in progress does not move now. */
 export interface LiveBlocker {
-  readonly kind: 'PodDisruptionBudget' | 'argocd-sync' | 'availability' | 'pending-revision' | 'rollout-in-progress' | 'strategy';
-  /** The PodDisruptionBudget's or the Argo CD Application's name; `null` otherwise. */
+  readonly kind: 'PodDisruptionBudget' | 'argocd-sync' | 'sync-window' | 'availability' | 'pending-revision' | 'rollout-in-progress' | 'strategy';
+  /** The PodDisruptionBudget's, the Argo CD Application's or (sync-window) the AppProject's name; `null` otherwise. */
   readonly name: string | null;
   readonly reason: string;
 }
@@ -83,6 +86,27 @@ export interface LiveRestart {
   readonly blockedBy: readonly LiveBlocker[];
   /** `Kind/name` of the configs whose live content differs from the recorded. */
   readonly changed: readonly string[];
+  /** The git strategy's record (`driftless.dev/write-back`): the last write-back and where it stands; `null`: none. */
+  readonly writeBack: LiveWriteBack | null;
+}
+
+/** A write-back as `explain --live` shows it (ADR 0015): never a value, only keyed digests' config names. */
+export interface LiveWriteBack {
+  /** `pending`, `committed`, `failed` or `fallback`. */
+  readonly state: string;
+  /** The restart it is for. */
+  readonly restartAt: string;
+  /** `Kind/name` of the configs it writes. */
+  readonly configs: readonly string[];
+  readonly sha: string | null;
+  readonly branch: string | null;
+  readonly repo: string | null;
+  /** The last failure's kind (`failed`), or why it was given up (`fallback`). */
+  readonly error: string | null;
+  /** Seconds since its last state change. */
+  readonly ageSeconds: number;
+  /** Seconds since its first submission. */
+  readonly sinceSeconds: number;
 }
 
 /** A PodDisruptionBudget that selects some of a workload's pods. */
@@ -136,6 +160,8 @@ export interface ReportOptions {
   readonly argocdSyncWaitMs: number;
   readonly keyed: boolean;
   readonly target: LiveTarget;
+  /** `--write-back-namespaces`/`--write-back-applications`, so the strategy is the controller's (absent: none). */
+  readonly writeBackDefaults?: WriteBackDefaults;
 }
 
 /** A digest as shown: enough to tell two apart, short enough for a table. */
@@ -303,6 +329,8 @@ function stepBlockers(snapshot: LiveSnapshot, workload: WorkloadSummary, step: R
           return { blockedBy: [{ kind: 'argocd-sync', name: step.name ?? null, reason: `${step.reason}: the controller waits for its sync to replace the pods, at most ${seconds(step.until)} s more (--argocd-sync-wait)` }], nextEvictions: [] };
         case 'rollout-update':
           return { blockedBy: [{ kind: 'rollout-in-progress', name: null, reason: `${workload.kind} ${workload.name} is still updating (${step.reason}): the controller writes spec.restartAt once the update is done, since the update replaces old pods anyway, at most ${seconds(step.until)} s more (--argocd-sync-wait)` }], nextEvictions: [] };
+        case 'sync-window':
+          return { blockedBy: [{ kind: 'sync-window', name: step.name ?? null, reason: step.reason }], nextEvictions: [] };
         case 'restarted-at':
           return { blockedBy: [restartAtBlocker(workload)], nextEvictions: [] };
         case 'template-rollout':
@@ -326,13 +354,18 @@ function templateBlocker(workload: WorkloadSummary): LiveBlocker {
   return { kind: 'strategy', name: null, reason: `the ${workload.kind} controller rolls the pods (pod template ${BOOKKEEPING.templateRestartedAt})` };
 }
 
-function explainRestart(snapshot: LiveSnapshot, workload: WorkloadSummary, selection: Selection | undefined, restartStrategy: RestartStrategy, argocdSyncWaitMs: number): LiveRestart {
-  const { strategy } = resolveStrategy(workload, restartStrategy);
+function explainRestart(snapshot: LiveSnapshot, workload: WorkloadSummary, selection: Selection | undefined, restartStrategy: RestartStrategy, argocdSyncWaitMs: number, writeBackDefaults: WriteBackDefaults | undefined): LiveRestart {
+  const gitSelected = selectGit(workload, snapshot.view.applicationOf(workload), writeBackDefaults ?? { namespaces: [], applications: [] }).git;
+  const record = parseWriteBackRecord(workload.annotations[WRITE_BACK_ANNOTATION]);
+  const resolved = resolveStrategy(workload, restartStrategy, gitSelected).strategy;
+  // A restart through Git that fell back goes on in the cluster with the workload's own strategy.
+  const fellBack = resolved === 'git' && record?.state === 'fallback' && record.restartAt === parseRestartAt(workload.annotations[BOOKKEEPING.restartAt]);
+  const strategy = fellBack ? resolveStrategy(workload, restartStrategy).strategy : resolved;
   const restartAtText = workload.annotations[BOOKKEEPING.restartAt];
   const restartAt = parseRestartAt(restartAtText);
   const recorded = parseDigestMap(workload.annotations[BOOKKEEPING.restartedFor]);
   const pods = snapshot.view.podsOf(workload);
-  const stale = restartAt === undefined || strategy === 'record-only' ? [] : pods.filter((pod) => isStalePod(pod, restartAt));
+  const stale = restartAt === undefined || strategy === 'record-only' || strategy === 'git' ? [] : pods.filter((pod) => isStalePod(pod, restartAt));
   let changed: readonly string[] = [];
   let state: LiveRestart['state'] = 'idle';
   if (selection !== undefined) {
@@ -345,9 +378,10 @@ function explainRestart(snapshot: LiveSnapshot, workload: WorkloadSummary, selec
     }
   }
   if (stale.length > 0) state = 'in-progress';
+  if (strategy === 'git' && record !== undefined && record.restartAt === restartAt && (record.state === 'pending' || record.state === 'failed' || (record.state === 'committed' && !rolledAway(workload, record.templateHash)))) state = 'in-progress';
   let blockedBy: LiveBlocker[] = [];
   let nextEvictions: string[] = [];
-  if (stale.length > 0 && restartAt !== undefined && strategy !== 'record-only') {
+  if (stale.length > 0 && restartAt !== undefined && strategy !== 'record-only' && strategy !== 'git') {
     // What the controller would do next, by its own function; explain knows neither the breaker nor whether
     // this process runs the restart, so it shows the step of a restart the pods show unfinished.
     const step = nextStep({
@@ -358,6 +392,7 @@ function explainRestart(snapshot: LiveSnapshot, workload: WorkloadSummary, selec
       now: snapshot.now,
       acting: false,
       app: snapshot.view.applicationOf(workload),
+      project: projectOf(snapshot, workload),
       syncWaitMs: argocdSyncWaitMs,
       healthGateTimeoutMs: 0,
       breakerOpen: () => false,
@@ -372,6 +407,21 @@ function explainRestart(snapshot: LiveSnapshot, workload: WorkloadSummary, selec
     nextEvictions: blockedBy.length === 0 ? nextEvictions : [],
     blockedBy,
     changed,
+    writeBack: record === undefined ? null : liveWriteBack(record, snapshot.now),
+  };
+}
+
+function liveWriteBack(record: WriteBackRecord, now: number): LiveWriteBack {
+  return {
+    state: record.state,
+    restartAt: formatTime(record.restartAt),
+    configs: Object.keys(record.configs).sort(),
+    sha: record.sha ?? null,
+    branch: record.branch ?? null,
+    repo: record.repo ?? null,
+    error: record.error ?? null,
+    ageSeconds: Math.max(0, Math.round((now - record.at) / 1000)),
+    sinceSeconds: Math.max(0, Math.round((now - record.since) / 1000)),
   };
 }
 
@@ -394,7 +444,7 @@ function explainWorkload(snapshot: LiveSnapshot, workload: WorkloadSummary, opti
     application: workload.tracking?.app ?? null,
     templateFrom: workload.workloadRef === undefined ? null : `${workload.workloadRef.kind}/${workload.workloadRef.name}`,
     configs: selection === undefined ? [] : configRows(selection, recorded, snapshot.view.configLookup(workload.namespace)),
-    restart: explainRestart(snapshot, workload, selection, options.restartStrategy, options.argocdSyncWaitMs),
+    restart: explainRestart(snapshot, workload, selection, options.restartStrategy, options.argocdSyncWaitMs, options.writeBackDefaults),
     budgets: budgetsSelecting(snapshot, snapshot.view.podsOf(workload)).map(liveBudget),
     warnings,
   };
@@ -422,4 +472,10 @@ function explainConfig(snapshot: LiveSnapshot, kind: 'ConfigMap' | 'Secret', nam
     application: summary?.tracking?.namesItself === true ? summary.tracking.app : null,
     dependants,
   };
+}
+
+/** The AppProject of the workload's Application, when both were read. */
+function projectOf(snapshot: LiveSnapshot, workload: WorkloadSummary): AppProjectSummary | undefined {
+  const app = snapshot.view.applicationOf(workload);
+  return app === undefined ? undefined : snapshot.view.projectOf(app);
 }

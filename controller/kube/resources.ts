@@ -31,6 +31,7 @@ export const OTHER_RESOURCES = Object.freeze({
   namespaces: { group: '', version: 'v1', plural: 'namespaces', optional: false },
   providerPodStatuses: { group: 'secrets-store.csi.x-k8s.io', version: 'v1', plural: 'secretproviderclasspodstatuses', optional: true },
   applications: { group: 'argoproj.io', version: 'v1alpha1', plural: 'applications', optional: true },
+  appProjects: { group: 'argoproj.io', version: 'v1alpha1', plural: 'appprojects', optional: true },
 } satisfies Record<string, ResourceSpec>);
 
 /** `/api/v1` or `/apis/<group>/<version>`. */

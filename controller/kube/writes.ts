@@ -18,6 +18,7 @@
 import { BOOKKEEPING, formatTime } from '../bookkeeping.ts';
 import { FLEET_ANNOTATIONS } from '../fleet/safety.ts';
 import type { PodSummary, WorkloadSummary } from '../model.ts';
+import { WRITE_BACK_ANNOTATION } from '../writeback/record.ts';
 import type { KubeClient } from './client.ts';
 import { KubeApiError, isEvictionPreconditionFailed, isNotFound, isRejectedWrite, isTooManyRequests } from './errors.ts';
 import { unfenced, type Fence } from './fence.ts';
@@ -38,6 +39,8 @@ export interface OwnFields {
   readonly templateRestartedAt: string | undefined;
   /** `driftless.dev/restart-halted` (formatted), while the health gate keeps this workload from restarting. */
   readonly restartHalted?: string | undefined;
+  /** `driftless.dev/write-back` (formatted, controller/writeback/record.ts), while the git strategy has a record. */
+  readonly writeBack?: string | undefined;
 }
 
 /** The outcome of one eviction request. */
@@ -74,6 +77,7 @@ export function createWrites(client: KubeClient, options: WriteOptions = { timeo
       const annotations: Record<string, string> = { [BOOKKEEPING.restartedFor]: fields.restartedFor };
       if (fields.restartAt !== undefined) annotations[BOOKKEEPING.restartAt] = fields.restartAt;
       if (fields.restartHalted !== undefined) annotations[RESTART_HALTED] = fields.restartHalted;
+      if (fields.writeBack !== undefined) annotations[WRITE_BACK_ANNOTATION] = fields.writeBack;
       const body: Record<string, unknown> = {
         apiVersion: workload.apiVersion,
         kind: workload.kind,

@@ -32,12 +32,16 @@ export interface RestartRecord {
   readonly restartedFor: string;
   /** `driftless.dev/restart-at`, when a restart was ever started. */
   readonly restartAt: string | undefined;
+  /** `driftless.dev/write-back` (strategy git, ADR 0015), when there is one. */
+  readonly writeBack?: string | undefined;
 }
 
 /** The bookkeeping a record holds, compared with what is to be written. */
 export interface RecordedFields {
   readonly restartedFor: string;
   readonly restartAt: string | undefined;
+  /** The git strategy's record: the Replace=true sync of its own commit must not lose it. */
+  readonly writeBack?: string | undefined;
 }
 
 const KINDS: readonly string[] = ['Deployment', 'StatefulSet', 'DaemonSet', 'CronJob', 'Rollout', 'DeploymentConfig'] satisfies WorkloadKindName[];
@@ -60,18 +64,20 @@ export function reduceRecord(raw: unknown): RestartRecord | undefined {
     workload: Object.freeze({ kind: kind as WorkloadKindName, namespace, name, uid }),
     restartedFor,
     restartAt: text('restartAt'),
+    ...(text('writeBack') === undefined ? {} : { writeBack: text('writeBack') }),
   });
 }
 
 /** True when the record already holds these fields for this workload. */
 export function recordHolds(record: RestartRecord | undefined, fields: RecordedFields): boolean {
-  return record !== undefined && record.restartedFor === fields.restartedFor && record.restartAt === fields.restartAt;
+  return record !== undefined && record.restartedFor === fields.restartedFor && record.restartAt === fields.restartAt && record.writeBack === fields.writeBack;
 }
 
 /** The ConfigMap of a workload's record, as written (create or update). */
 export function recordManifest(workload: Pick<WorkloadSummary, 'kind' | 'namespace' | 'name' | 'uid'>, fields: RecordedFields, namespace: string, resourceVersion?: string): Record<string, unknown> {
   const data: Record<string, string> = { kind: workload.kind, namespace: workload.namespace, name: workload.name, uid: workload.uid, restartedFor: fields.restartedFor };
   if (fields.restartAt !== undefined) data['restartAt'] = fields.restartAt;
+  if (fields.writeBack !== undefined) data['writeBack'] = fields.writeBack;
   return {
     apiVersion: 'v1',
     kind: 'ConfigMap',

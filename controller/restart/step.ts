@@ -10,15 +10,18 @@
  * The rules every strategy shares come first, in this order: the sync wait
  * (ADR 0011) holds a restart that has not acted yet; the health gate halts a
  * restart whose replacements never become Ready; the breaker pauses every
- * restart. Then each strategy decides in a file of its own: `evict.ts`,
- * `restart-at.ts`, `template.ts` (and a future Git write-back strategy, which
- * writes to the repository instead of the cluster, as one more file returning
- * the same steps).
+ * restart. And last, the sync windows (ADR 0015): an act in the cluster — an
+ * eviction, `spec.restartAt`, the template annotation — waits while the
+ * AppProject of the workload's Application allows no automated sync. Then each strategy decides in a file of its own: `evict.ts`,
+ * `restart-at.ts`, `template.ts`. The Git write-back strategy (`git.ts`,
+ * ADR 0015) acts on no pod: its own steps (submit, record, wait, fall back,
+ * done) hand the restart to one of these when it falls back.
  */
 import { restartNotActed, rolloutUpdateWait, syncWait } from '../argocd-sync.ts';
 import type { ResolvedStrategy } from '../decide.ts';
 import { healthGate } from '../fleet/safety.ts';
-import type { ApplicationSummary, PodSummary, WorkloadSummary } from '../model.ts';
+import type { AppProjectSummary, ApplicationSummary, PodSummary, WorkloadSummary } from '../model.ts';
+import { windowHold } from '../windows/gate.ts';
 import { evictStep } from './evict.ts';
 import { restartAtStep } from './restart-at.ts';
 import { isStalePod } from './stale-pods.ts';
@@ -43,7 +46,9 @@ export type WaitCause =
   /** The Rollout's `spec.restartAt` is written; Argo Rollouts has not reported `status.restartedAt` ≥ T yet. */
   | 'restarted-at'
   /** The pod template annotation is written; the workload's controller is rolling the pods. */
-  | 'template-rollout';
+  | 'template-rollout'
+  /** The AppProject's sync windows allow no automated sync now (ADR 0015): the act waits for a window. */
+  | 'sync-window';
 
 /** Why a restart stops for good (until an operator or a new change starts another). */
 export type HaltCause =
@@ -79,6 +84,8 @@ export interface RestartInput {
   readonly acting: boolean;
   /** The workload's Argo CD Application (`undefined`: untracked or not watched). */
   readonly app: ApplicationSummary | undefined;
+  /** The Application's AppProject, for its sync windows (`undefined`: none, or not watched: nothing is held). */
+  readonly project?: AppProjectSummary | undefined;
   /** `--argocd-sync-wait` in ms; 0: off. */
   readonly syncWaitMs: number;
   /** The health gate's timeout in ms; 0: off. */
@@ -94,6 +101,22 @@ export interface StrategyInput extends RestartInput {
 
 /** The next step of the restart at `input.restartAt` (see the module comment for the order of the rules). */
 export function nextStep(input: RestartInput): RestartStep {
+  return inWindow(input, strategyStep(input));
+}
+
+/**
+ * The sync windows' hold (ADR 0015): a step that acts in the cluster waits while the Application's AppProject
+ * allows no automated sync — until the window opens, when that is known. Waits, halts and done pass.
+ */
+function inWindow(input: RestartInput, step: RestartStep): RestartStep {
+  if (step.kind !== 'evict' && step.kind !== 'set-restart-at' && step.kind !== 'set-template') return step;
+  const hold = windowHold({ app: input.app, project: input.project, now: input.now, notActed: true });
+  if (hold === undefined) return step;
+  return { kind: 'wait', cause: 'sync-window', reason: hold.reason, ...(hold.until === undefined ? {} : { until: hold.until }), name: hold.project };
+}
+
+/** The step of the shared rules and the strategy, before the sync windows. */
+function strategyStep(input: RestartInput): RestartStep {
   const held = syncHold(input);
   if (held !== undefined) return held;
   // A Rollout's restart is Argo Rollouts' to pace: neither the gate nor the breaker reads its pods.

@@ -18,10 +18,10 @@
 import { formatOutOfBandFile, OutOfBandFileError, parseOutOfBandFile } from '../../core/index.ts';
 import type { Clock, Timer } from '../clock.ts';
 import { isCredentialsRefusal, normaliseGitUrl, type CredentialsRefusal, type GitCredentials } from './credentials.ts';
-import { WriteBackError, redactUrl } from './errors.ts';
+import { CredentialsReadError, WriteBackError, redactUrl } from './errors.ts';
 import { runGitJob, type GitJob, type GitRunResult, type GitRunSettings, type PathEdit } from './git-run.ts';
 import { commitMessage, DEFAULT_MESSAGE_TEMPLATE } from './message.ts';
-import type { ConfigDigest, WriteBackRequest, WriteBackResult, WriteBackStatus, WorkloadRef } from './model.ts';
+import type { ConfigDigest, WriteBackObservation, WriteBackRequest, WriteBackResult, WriteBackStatus, WorkloadRef } from './model.ts';
 import { DEFAULT_SOURCE_OPTIONS, isRefusal, resolveWriteTarget, type SourceOptions, type WriteTarget } from './source.ts';
 
 /** The engine's settings (from the controller's flags). */
@@ -60,6 +60,8 @@ export interface WriteBackDeps {
   knownHosts(): Promise<string | undefined>;
   /** The OpenSSH private key commits are signed with (`--write-back-signing-secret`); absent or undefined = unsigned. */
   signingKey?(): Promise<string | undefined>;
+  /** Told what each batch came to (the controller's metrics); never given a credential or a value. */
+  readonly observe?: (observation: WriteBackObservation) => void;
   /** The git operation; replaced only by unit tests of the batching. */
   readonly run?: (job: GitJob, settings: GitRunSettings) => Promise<GitRunResult>;
 }
@@ -140,7 +142,9 @@ export function createWriteBack(settings: WriteBackSettings, deps: WriteBackDeps
       .catch((error: unknown) => {
         // Only the lookups before git can throw here (credentials, known hosts, signing key); git's own failures are results.
         const at = deps.clock.now();
-        const message = `write-back to ${redactUrl(batch.target.repoURL)}: reading the credentials failed (${error instanceof Error ? error.name : 'error'})`;
+        const why = error instanceof CredentialsReadError ? error.message : error instanceof Error ? error.name : 'error';
+        const message = `write-back to ${redactUrl(batch.target.repoURL)}: reading the credentials failed (${why})`;
+        deps.observe?.({ outcome: 'failed', kind: 'auth' });
         for (const member of batch.members) finish(member, batch.target.writeBranch ?? batch.target.baseBranch ?? '', { status: 'failed', error: { kind: 'auth', message }, at });
       })
       .finally(() => {
@@ -191,11 +195,15 @@ export function createWriteBack(settings: WriteBackSettings, deps: WriteBackDeps
         error instanceof WriteBackError
           ? error
           : new WriteBackError('git', redactUrl(batch.target.repoURL), 'run', `unexpected ${error instanceof Error ? error.name : 'failure'}`);
-      for (const member of batch.members) finish(member, branchShown, { status: 'failed', error: { kind: abort.signal.aborted ? 'stopped' : failure.kind, message: failure.message }, at });
+      const kind = abort.signal.aborted ? 'stopped' : failure.kind;
+      deps.observe?.({ outcome: 'failed', kind });
+      for (const member of batch.members) finish(member, branchShown, { status: 'failed', error: { kind, message: failure.message }, at });
       return;
     }
     const at = deps.clock.now();
     const place = { repo: redactUrl(batch.target.repoURL), branch: result.branch };
+    for (const failed of result.failed.values()) deps.observe?.({ outcome: 'failed', kind: failed.kind });
+    const latencies: number[] = [];
     for (const member of batch.members) {
       const failed = result.failed.get(member.target.path);
       if (failed !== undefined) {
@@ -204,6 +212,7 @@ export function createWriteBack(settings: WriteBackSettings, deps: WriteBackDeps
       }
       const changed = new Set((result.changed.get(member.target.path) ?? []).map(configKey));
       const mine = result.sha !== undefined && member.request.configs.some((c) => changed.has(configKey(c)));
+      if (mine && member.request.changeSeenAt !== undefined) latencies.push(Math.max(0, at - member.request.changeSeenAt));
       finish(
         member,
         result.branch,
@@ -212,15 +221,22 @@ export function createWriteBack(settings: WriteBackSettings, deps: WriteBackDeps
           : { status: 'unchanged', at, ...place, path: member.target.path },
       );
     }
+    if (result.sha !== undefined) deps.observe?.({ outcome: 'committed', sha: result.sha, changeToCommitMs: latencies });
   };
 
   return {
     submit(request: WriteBackRequest): Promise<WriteBackResult> {
       const now = deps.clock.now();
+      // A refusal is the Application's latest status too: the restart path and explain read it from there.
+      const refuse = (result: WriteBackResult & { status: 'refused' }): Promise<WriteBackResult> => {
+        const application = { namespace: request.application.metadata.namespace ?? '', name: request.application.metadata.name };
+        statuses.set(appKey(application.namespace, application.name), Object.freeze({ application, state: 'refused', repo: '', branch: '', configs: request.configs, submittedAt: now, result }));
+        return Promise.resolve(result);
+      };
       const target = resolveWriteTarget(request.application, settings.sourceOptions);
-      if (isRefusal(target)) return Promise.resolve(Object.freeze({ status: 'refused', reason: target.refused, message: target.message, at: now }));
+      if (isRefusal(target)) return refuse(Object.freeze({ status: 'refused', reason: target.refused, message: target.message, at: now }));
       const invalid = requestProblem(request.configs);
-      if (invalid !== undefined) return Promise.resolve(Object.freeze({ status: 'refused', reason: 'invalid-request', message: invalid, at: now }));
+      if (invalid !== undefined) return refuse(Object.freeze({ status: 'refused', reason: 'invalid-request', message: invalid, at: now }));
       if (closed) return Promise.resolve({ status: 'failed', error: { kind: 'stopped', message: 'the write-back is stopped' }, at: now });
       const repoKey = normaliseGitUrl(target.repoURL);
       const key = `${repoKey}\u0000${target.baseBranch ?? 'HEAD'}\u0000${target.writeBranch ?? ''}`;

@@ -104,3 +104,11 @@ export function gitFailure(repo: string, step: string, failure: unknown, secrets
   const detail = gitDetail(raw, secrets);
   return new WriteBackError(kind, redactUrl(repo), step, detail, { cause: new Error(detail) });
 }
+
+/**
+ * Reading the write-back's credentials from the API server failed (403 without the Role, a timeout, a
+ * missing signing Secret): the message names the namespace, the object and the status, never a value.
+ */
+export class CredentialsReadError extends Error {
+  override readonly name = 'CredentialsReadError';
+}

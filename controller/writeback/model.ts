@@ -27,7 +27,17 @@ export interface WriteBackRequest {
   readonly application: ApplicationLike;
   readonly configs: readonly ConfigDigest[];
   readonly workloads: readonly WorkloadRef[];
+  /** Epoch ms the controller first saw the change (for the change→commit latency); absent: not measured. */
+  readonly changeSeenAt?: number;
 }
+
+/**
+ * What one batch came to, for metrics (`observe` of the engine's deps): a commit pushed, with the latency
+ * of every change it carries, or a failure by kind (once per git run, or per directory whose file failed).
+ */
+export type WriteBackObservation =
+  | { readonly outcome: 'committed'; readonly sha: string; readonly changeToCommitMs: readonly number[] }
+  | { readonly outcome: 'failed'; readonly kind: WriteBackErrorKind };
 
 /** Where a submission went. */
 export interface WriteBackPlace {

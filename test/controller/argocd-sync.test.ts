@@ -50,7 +50,8 @@ const TARGET = { apiVersion: 'apps/v1', kind: 'StatefulSet', namespace: 'prod', 
 // ---- reduceApplication --------------------------------------------------------
 
 test('reduceApplication keeps only what says a sync is pending, and the tracking ids that name the app', () => {
-  assert.deepEqual(app(), { namespace: 'argocd', name: 'shop', resourceVersion: '1', trackingIds: ['shop', 'argocd_shop'], operationRunning: false, refreshRequested: false, automated: false, outOfSync: [] });
+  assert.deepEqual(app(), { namespace: 'argocd', name: 'shop', resourceVersion: '1', trackingIds: ['shop', 'argocd_shop'], operationRunning: false, refreshRequested: false, automated: false, outOfSync: [], project: 'default', destination: { server: '', name: '', namespace: '' },
+    writeBackSource: { metadata: { name: 'shop', namespace: 'argocd', annotations: {} }, spec: { source: undefined, sources: undefined } } });
   assert.equal(app({ operation: true }).operationRunning, true, '.operation set: a sync was asked for');
   assert.equal(app({ phase: 'Running' }).operationRunning, true);
   assert.equal(app({ phase: 'Succeeded' }).operationRunning, false);

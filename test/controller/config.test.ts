@@ -69,6 +69,7 @@ describe('parseControllerConfig: defaults', () => {
       argocdTrackingLabel: 'app.kubernetes.io/instance',
       argocdNamespace: 'argocd',
       argocdSyncWait: { ms: 60_000, text: '60s' },
+      argocdSyncWindows: true,
       logLevel: 'info',
       listPageSize: 100,
       httpAddr: ':8080',
@@ -97,6 +98,8 @@ describe('parseControllerConfig: defaults', () => {
       writeBackApplications: [],
       writeBackPluginNames: ['driftless-v1'],
       writeBackSigningSecret: undefined,
+      writeBackFallbackAfter: { ms: 600_000, text: '10m' },
+      writeBackFallback: 'restart',
       provenance: Object.fromEntries(CONTROLLER_FLAGS.map((spec) => [spec.name, 'default'])),
     });
   });
@@ -295,6 +298,7 @@ describe('parseControllerConfig: errors name the flag or variable, the problem a
     assert.equal(parse(['--argocd-namespace=gitops']).argocdNamespace, 'gitops');
     assert.equal(parse([], { DRIFTLESS_ARGOCD_NAMESPACE: '' }).argocdNamespace, 'argocd', 'an empty variable is unset');
     assert.deepEqual(parse(['--argocd-sync-wait=0']).argocdSyncWait, { ms: 0, text: '0' });
+    assert.equal(parse(['--argocd-sync-windows=false']).argocdSyncWindows, false);
     assert.deepEqual(parse([], { DRIFTLESS_ARGOCD_SYNC_WAIT: '2m' }).argocdSyncWait, { ms: 120_000, text: '2m' });
     rejects(['--argocd-namespace', 'a,b'], {}, '--argocd-namespace', 'name exactly one namespace');
     rejects(['--argocd-namespace', 'Argo'], {}, '--argocd-namespace', 'is not a namespace name');
@@ -358,6 +362,10 @@ describe('parseControllerConfig: write-back flags', () => {
     assert.throws(() => parse(['--write-back-applications=a/b/c']), /--write-back-applications/);
     assert.throws(() => parse(['--write-back-push-attempts=0']), /--write-back-push-attempts/);
     assert.throws(() => parse(['--write-back-author-email=a <b>']), /--write-back-author-email/);
+    assert.equal(parse(['--write-back-fallback=none']).writeBackFallback, 'none');
+    assert.equal(parse(['--write-back-fallback-after=90s']).writeBackFallbackAfter.ms, 90_000);
+    assert.throws(() => parse(['--write-back-fallback=evict']), /--write-back-fallback/);
+    assert.throws(() => parse(['--write-back-fallback-after=0']), /--write-back-fallback-after/);
   });
 });
 

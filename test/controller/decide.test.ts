@@ -169,5 +169,5 @@ test('resolveStrategy: a CronJob is only ever recorded', () => {
 test('resolveStrategy: an invalid value is a problem and the fallback is used', () => {
   const resolved = resolveStrategy(workload('Deployment', 'web', { annotations: { 'driftless.dev/restart-strategy': 'bounce' } }), 'rollout');
   assert.equal(resolved.strategy, 'template');
-  assert.match(resolved.problem ?? '', /"bounce" is not evict, rollout or none; using rollout/);
+  assert.match(resolved.problem ?? '', /"bounce" is not evict, rollout, none or git; using rollout/);
 });

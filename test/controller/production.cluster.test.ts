@@ -57,6 +57,10 @@ fixture.test('health, readiness and metrics are served over HTTP, and nothing el
     assert.match(metrics.text, /workqueue_depth\{name="workloads"\} \d/);
     assert.match(metrics.text, /workqueue_longest_running_processor_seconds\{name="workloads"\} /);
     assert.match(metrics.text, /workqueue_retries_total\{name="workloads"\} \d/);
+    // The Git write-back's, from the start (nothing selected the git strategy here).
+    assert.match(metrics.text, /^driftless_writeback_commits_total 0$/m);
+    assert.match(metrics.text, /^# TYPE driftless_writeback_push_failures_total counter$/m);
+    assert.match(metrics.text, /^driftless_writeback_change_to_commit_seconds_count 0$/m);
     // No periodic relist by default: the first list of each collection is the only one.
     assert.match(metrics.text, /driftless_relists_total\{resource="secrets"\} 1\n/);
     assert.ok(uids(await waitForReadyPods(api, namespace, 'app', 2)).every((uid) => !uids(podsBefore).includes(uid)));

@@ -18,7 +18,7 @@ import { unfenced } from '../../controller/kube/fence.ts';
 import type { Writes } from '../../controller/kube/writes.ts';
 import type { PodSummary, WorkloadSummary } from '../../controller/model.ts';
 import { Reconciler } from '../../controller/reconciler.ts';
-import { isRecord, recordManifest, recordName, reduceRecord, type RestartRecord } from '../../controller/record/record.ts';
+import { isRecord, recordHolds, recordManifest, recordName, reduceRecord, type RestartRecord } from '../../controller/record/record.ts';
 import { RecordCache, createRecordStore, type RecordStore } from '../../controller/record/store.ts';
 import { config, workload } from './support/summaries.ts';
 
@@ -36,6 +36,12 @@ test('reduceRecord reads back what recordManifest writes, and nothing that is no
   assert.equal(isRecord(manifest), true, 'the config watch drops records: no workload can select one');
   assert.equal(isRecord({ metadata: { name: 'app', labels: { app: 'x' } } }), false);
   assert.equal(isRecord({}), false);
+  // The git strategy's record rides along (ADR 0015): a Replace=true sync of its own commit must not lose it.
+  const withWriteBack = recordManifest(target, { restartedFor: '{}', restartAt: '2026-01-01T00:00:01Z', writeBack: '{"state":"committed"}' }, 'driftless');
+  const read = reduceRecord(withWriteBack);
+  assert.equal(read?.writeBack, '{"state":"committed"}');
+  assert.equal(recordHolds(read, { restartedFor: '{}', restartAt: '2026-01-01T00:00:01Z' }), false, 'a record without the write-back is not the same');
+  assert.equal(recordHolds(read, { restartedFor: '{}', restartAt: '2026-01-01T00:00:01Z', writeBack: '{"state":"committed"}' }), true);
 });
 
 /** A scripted API for the records: writes land in the cache, as the record watch would deliver them. */

@@ -66,6 +66,9 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 - apiGroups: [argoproj.io]
   resources: [applications]
   verbs: [list, watch]
+- apiGroups: [argoproj.io]
+  resources: [appprojects]
+  verbs: [list, watch]
 {{- end -}}
 
 {{/* Fails the render on combinations the schema cannot express. */}}

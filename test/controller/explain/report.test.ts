@@ -13,6 +13,7 @@ import type { LiveSnapshot } from '../../../controller/explain/collect.ts';
 import { formatLiveTable } from '../../../controller/explain/format.ts';
 import { buildLiveReport, type LiveRestart, type ReportOptions } from '../../../controller/explain/report.ts';
 import type { ApplicationSummary, WorkloadStatus, WorkloadSummary } from '../../../controller/model.ts';
+import { formatWriteBackRecord, WRITE_BACK_ANNOTATION } from '../../../controller/writeback/record.ts';
 import { config, workload } from '../support/summaries.ts';
 
 /** T, a whole second; the snapshot is made 5 s after it. */
@@ -25,7 +26,7 @@ const UPDATING: Partial<WorkloadStatus> = { observedGeneration: 1, replicas: 3, 
 const SETTLED: Partial<WorkloadStatus> = { observedGeneration: 1, replicas: 2, updatedReplicas: 2 };
 
 function application(fields: Partial<ApplicationSummary> = {}): ApplicationSummary {
-  return { namespace: 'argocd', name: 'shop', resourceVersion: '1', trackingIds: ['shop', 'argocd_shop'], operationRunning: false, refreshRequested: false, automated: true, outOfSync: [], ...fields };
+  return { namespace: 'argocd', name: 'shop', resourceVersion: '1', trackingIds: ['shop', 'argocd_shop'], operationRunning: false, refreshRequested: false, automated: true, outOfSync: [], project: 'default', destination: { server: 'https://kubernetes.default.svc', name: '', namespace: 'shop' }, writeBackSource: { metadata: { name: 'shop', namespace: 'argocd' } }, ...fields };
 }
 
 /** Rollout `web` (tracked by `shop`, restart at T recorded, spec.restartAt not written), two pods from before T. */
@@ -83,4 +84,21 @@ test('the Rollout\'s update does not hold once it is done, past T + the bound, w
   assert.deepEqual(kinds(restartOf(snapshot({ status: UPDATING, app: undefined }))), strategyOnly, 'untracked, or the Application not visible');
   assert.deepEqual(kinds(restartOf(snapshot({ status: UPDATING }), { ...OPTIONS, argocdSyncWaitMs: 0 })), strategyOnly, '--argocd-sync-wait 0');
   assert.deepEqual(kinds(restartOf(snapshot({ status: UPDATING, restartAt: formatTime(T) }))), strategyOnly, 'the restart has acted: the Rollouts controller has it');
+});
+
+test('a restart through Git: explain shows the write-back (state, SHA, branch, age) from the workload\'s record, and no pod to evict', () => {
+  const given = snapshot({ status: SETTLED });
+  const key = workloadKey('Rollout', 'prod', 'web');
+  const rollout = given.view.workload(key) as WorkloadSummary;
+  const record = formatWriteBackRecord({ restartAt: T, state: 'committed', configs: { 'Secret/db': 'v1:aaaaaaaaaaaaaaaa' }, templateHash: 'v1:old', since: T, at: T + 2000, sha: '0123456789abcdef0123', branch: 'main', repo: 'https://git.example/shop.git' });
+  given.view.workloadChanged(rollout, { ...rollout, configHash: 'v1:old', annotations: { ...rollout.annotations, 'driftless.dev/restart-strategy': 'git', [WRITE_BACK_ANNOTATION]: record } });
+  const restart = restartOf(given);
+  assert.equal(restart.strategy, 'git');
+  assert.equal(restart.state, 'in-progress', 'committed, not synced and rolled yet');
+  assert.deepEqual(restart.nextEvictions, []);
+  assert.deepEqual(restart.writeBack, { state: 'committed', restartAt: formatTime(T), configs: ['Secret/db'], sha: '0123456789abcdef0123', branch: 'main', repo: 'https://git.example/shop.git', error: null, ageSeconds: 3, sinceSeconds: 5 });
+  assert.match(formatLiveTable(buildLiveReport(given, OPTIONS)), /^ {2}write-back: committed 0123456789ab on main \(https:\/\/git\.example\/shop\.git\), 3 s ago, for restart-at 2026-01-01T12:00:00Z: Secret db$/m);
+  const rolled = given.view.workload(key) as WorkloadSummary;
+  given.view.workloadChanged(rolled, { ...rolled, configHash: 'v1:new' });
+  assert.equal(restartOf(given).state, 'idle', 'a new render rolled: done');
 });

@@ -59,6 +59,7 @@ function workload(kind: WorkloadKindName, options: WorkloadOptions = {}): Worklo
     policyManifest: { apiVersion: 'apps/v1', kind, group: 'apps', name: 'web', namespace: 'prod', object: {} } as unknown as WorkloadSummary['policyManifest'],
     references: [],
     stamped: false,
+    configHash: undefined,
     tracking: undefined,
     annotations: {},
     templateRestartedAt: undefined,

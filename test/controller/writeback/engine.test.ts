@@ -4,9 +4,11 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { Registry } from 'prom-client';
 import { FakeClock } from '../../../controller/clock.ts';
 import { createWriteBack, WRITE_BACK_DEFAULTS } from '../../../controller/writeback/engine.ts';
 import { WriteBackError } from '../../../controller/writeback/errors.ts';
+import { createWriteBackMetrics } from '../../../controller/writeback/metrics.ts';
 import type { GitJob, GitRunResult } from '../../../controller/writeback/git-run.ts';
 import type { ConfigDigest, WriteBackResult } from '../../../controller/writeback/model.ts';
 import type { ApplicationLike } from '../../../controller/writeback/source.ts';
@@ -167,5 +169,39 @@ describe('write-back batching and serialisation', () => {
     const result = await a;
     assert.equal(result.status === 'failed' && result.error.kind, 'stopped');
     assert.equal(git.jobs.length, 0);
+  });
+});
+
+describe('write-back metrics', () => {
+  it('one batch of two changes: one commit counted, each change\'s latency from its first sight; a failed run: one failure by kind', async () => {
+    const registry = new Registry();
+    const metrics = createWriteBackMetrics(registry);
+    const clock = new FakeClock(Date.parse('2026-12-02T10:00:00Z'));
+    const git = scriptedGit();
+    const wb = createWriteBack(
+      { ...WRITE_BACK_DEFAULTS, workDir: '/nonexistent', batchWindowMs: 5_000 },
+      { clock, run: git.run, credentialsFor: async () => ({ kind: 'none', from: 'test' }), knownHosts: async () => undefined, observe: (o) => metrics.observe(o) },
+    );
+    const seen = clock.now();
+    const a = wb.submit({ application: app('a', 'https://h/mono.git', 'apps/a'), configs: [config('s1', 1)], workloads: [], changeSeenAt: seen - 2_000 });
+    await clock.advanceAsync(1_000);
+    const b = wb.submit({ application: app('b', 'https://h/mono.git', 'apps/b'), configs: [config('s2', 2)], workloads: [], changeSeenAt: seen + 1_000 });
+    await clock.advanceAsync(4_000);
+    await settle();
+    git.jobs[0]?.finish();
+    assert.equal((await a).status, 'committed');
+    assert.equal((await b).status, 'committed');
+    const c = wb.submit({ application: app('a', 'https://h/mono.git', 'apps/a'), configs: [config('s1', 3)], workloads: [] });
+    await clock.advanceAsync(5_000);
+    await settle();
+    git.jobs[1]?.finish(new WriteBackError('rejected', 'https://h/mono.git', 'push', 'pre-receive hook declined'));
+    assert.equal((await c).status, 'failed');
+    await wb.close();
+    const text = await registry.metrics();
+    assert.match(text, /^driftless_writeback_commits_total 1$/m);
+    assert.match(text, /^driftless_writeback_push_failures_total\{kind="rejected"\} 1$/m);
+    assert.match(text, /^driftless_writeback_change_to_commit_seconds_count 2$/m);
+    assert.match(text, /^driftless_writeback_change_to_commit_seconds_sum 11$/m, '7 s and 4 s');
+    assert.ok(!text.includes('mono') && !text.includes('s1'), 'no repository or config name in the metrics');
   });
 });
