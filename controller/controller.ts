@@ -202,7 +202,7 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
       },
       dryRun: config.dryRun,
       argocdSyncWaitMs: config.argocdSyncWait.ms,
-      // The git strategy (ADR 0015); never under --dry-run, where a push would be a write.
+      // The git strategy (ADR 0016); never under --dry-run, where a push would be a write.
       ...(config.dryRun ? {} : {
         writeBack: {
           defaults: { namespaces: config.writeBackNamespaces, applications: config.writeBackApplications },

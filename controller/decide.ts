@@ -159,7 +159,7 @@ export function compareDigests(
   return sameKeys ? { action: 'none' } : { action: 'record', why: 'set-changed' };
 }
 
-/** How a workload is restarted, resolved from its annotations and the default; `git`: by a commit (ADR 0015). */
+/** How a workload is restarted, resolved from its annotations and the default; `git`: by a commit (ADR 0016). */
 export type ResolvedStrategy = 'evict' | 'restart-at' | 'template' | 'record-only' | 'git';
 
 /**

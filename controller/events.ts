@@ -21,9 +21,9 @@ export type EventReason = 'RestartStarted' | 'RestartFinished' | 'RestartBlocked
   | 'RestartDeferred' | 'RestartHalted' | 'RestartPaused'
   /** A restart waits for Argo CD's pending sync (ADR 0011), or stopped waiting at its bound. */
   | 'RestartWaitingForSync' | 'RestartSyncWaitExpired'
-  /** A restart waits for its AppProject's sync windows to open (ADR 0015). */
+  /** A restart waits for its AppProject's sync windows to open (ADR 0016). */
   | 'RestartWaitingForSyncWindow'
-  /** The git strategy (ADR 0015): the digests are in Git; a write-back failed (retried); given up, the fallback. */
+  /** The git strategy (ADR 0016): the digests are in Git; a write-back failed (retried); given up, the fallback. */
   | 'WriteBackCommitted' | 'WriteBackFailed' | 'WriteBackFallback'
   /** The API server refused one of the controller's writes for good (403 from an admission webhook, 422). */
   | 'WriteRejected'

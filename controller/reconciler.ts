@@ -66,7 +66,7 @@ export interface ReconcileOptions {
    * 0 or absent: never.
    */
   readonly argocdSyncWaitMs?: number;
-  /** The git strategy's settings (`--write-back-*`, ADR 0015); absent: no workload uses it. */
+  /** The git strategy's settings (`--write-back-*`, ADR 0016); absent: no workload uses it. */
   readonly writeBack?: GitStrategyOptions;
 }
 
@@ -111,7 +111,7 @@ export interface ReconcilerDeps {
   readonly records?: RecordStore;
   /** The API server's clock as learnt from the watches; absent: the clocks are taken to agree. */
   readonly skew?: ClockSkew;
-  /** The Git write-back (strategy git, ADR 0015); absent: no workload uses it. */
+  /** The Git write-back (strategy git, ADR 0016); absent: no workload uses it. */
   readonly writeBack?: WriteBack;
   readonly writeBackMetrics?: WriteBackMetrics;
   /** Enqueues a workload (a write-back it submitted has an answer); absent: looked at again each check interval. */
@@ -248,13 +248,13 @@ export class Reconciler {
         restartAt = verdict.restartAt;
         // T is recorded now, as always (a controller restarted while waiting resumes from it); the template
         // annotation is the restart's first act, so it waits with the rest while Argo CD is about to sync.
-        // So does it while the AppProject's sync windows allow no automated sync (ADR 0015).
+        // So does it while the AppProject's sync windows allow no automated sync (ADR 0016).
         const waitsForSync = this.#syncWaitOf(workload, restartAt, now).action === 'wait' || this.#windowHoldOf(workload, now) !== undefined;
         await this.#apply(workload, {
           restartedFor: formatDigestMap(current),
           restartAt: formatTime(restartAt),
           templateRestartedAt: strategy === 'template' && !waitsForSync ? formatTime(restartAt) : workload.templateRestartedAt,
-          // The git strategy records what it is to write before it writes it (ADR 0015): a controller restarted
+          // The git strategy records what it is to write before it writes it (ADR 0016): a controller restarted
           // meanwhile submits the same again, which Git makes harmless.
           ...(strategy === 'git' ? { writeBack: formatWriteBackRecord(pendingWriteBack(workload, restartAt, verdict.changed, current, now)) } : {}),
         });
@@ -495,7 +495,7 @@ export class Reconciler {
   }
 
   /**
-   * Moves a restart through Git one step (controller/restart/git.ts decides, ADR 0015): submit the changed
+   * Moves a restart through Git one step (controller/restart/git.ts decides, ADR 0016): submit the changed
    * digests, record the engine's answer, wait for Argo CD's sync and the roll, or fall back to the cluster.
    */
   async #progressGit(key: string, workload: WorkloadSummary, restartAt: number, now: number): Promise<ProcessResult> {
@@ -592,7 +592,7 @@ export class Reconciler {
     return app === undefined ? undefined : this.#deps.view.projectOf(app);
   }
 
-  /** The sync windows' hold on this workload's restart now (ADR 0015), or `undefined`. */
+  /** The sync windows' hold on this workload's restart now (ADR 0016), or `undefined`. */
   #windowHoldOf(workload: WorkloadSummary, now: number): ReturnType<typeof windowHold> {
     return windowHold({ app: this.#deps.view.applicationOf(workload), project: this.#projectOf(workload), now: this.#deps.skew?.apiNow(now) ?? now, notActed: true });
   }

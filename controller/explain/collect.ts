@@ -229,7 +229,7 @@ export async function collectLive(client: KubeClient, options: CollectOptions): 
     if (workloadKeys.some((key) => view.workload(key)?.tracking !== undefined)) {
       await listTolerant(client, OTHER_RESOURCES.applications, options.argocdNamespace, pageSize, warnings,
         (raw) => view.applicationChanged(undefined, reduceApplication(raw, options.argocdNamespace)), 'a restart waiting for an Argo CD sync is not shown');
-      // Their AppProjects, for the sync windows that hold a restart (ADR 0015).
+      // Their AppProjects, for the sync windows that hold a restart (ADR 0016).
       await listTolerant(client, OTHER_RESOURCES.appProjects, options.argocdNamespace, pageSize, warnings,
         (raw) => view.projectChanged(undefined, reduceAppProject(raw)), 'a restart held by sync windows is not shown');
     }

@@ -90,7 +90,7 @@ export interface LiveRestart {
   readonly writeBack: LiveWriteBack | null;
 }
 
-/** A write-back as `explain --live` shows it (ADR 0015): never a value, only keyed digests' config names. */
+/** A write-back as `explain --live` shows it (ADR 0016): never a value, only keyed digests' config names. */
 export interface LiveWriteBack {
   /** `pending`, `committed`, `failed` or `fallback`. */
   readonly state: string;

@@ -32,7 +32,7 @@ export interface RestartRecord {
   readonly restartedFor: string;
   /** `driftless.dev/restart-at`, when a restart was ever started. */
   readonly restartAt: string | undefined;
-  /** `driftless.dev/write-back` (strategy git, ADR 0015), when there is one. */
+  /** `driftless.dev/write-back` (strategy git, ADR 0016), when there is one. */
   readonly writeBack?: string | undefined;
 }
 

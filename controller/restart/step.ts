@@ -10,11 +10,11 @@
  * The rules every strategy shares come first, in this order: the sync wait
  * (ADR 0011) holds a restart that has not acted yet; the health gate halts a
  * restart whose replacements never become Ready; the breaker pauses every
- * restart. And last, the sync windows (ADR 0015): an act in the cluster — an
+ * restart. And last, the sync windows (ADR 0016): an act in the cluster — an
  * eviction, `spec.restartAt`, the template annotation — waits while the
  * AppProject of the workload's Application allows no automated sync. Then each strategy decides in a file of its own: `evict.ts`,
  * `restart-at.ts`, `template.ts`. The Git write-back strategy (`git.ts`,
- * ADR 0015) acts on no pod: its own steps (submit, record, wait, fall back,
+ * ADR 0016) acts on no pod: its own steps (submit, record, wait, fall back,
  * done) hand the restart to one of these when it falls back.
  */
 import { restartNotActed, rolloutUpdateWait, syncWait } from '../argocd-sync.ts';
@@ -47,7 +47,7 @@ export type WaitCause =
   | 'restarted-at'
   /** The pod template annotation is written; the workload's controller is rolling the pods. */
   | 'template-rollout'
-  /** The AppProject's sync windows allow no automated sync now (ADR 0015): the act waits for a window. */
+  /** The AppProject's sync windows allow no automated sync now (ADR 0016): the act waits for a window. */
   | 'sync-window';
 
 /** Why a restart stops for good (until an operator or a new change starts another). */
@@ -105,7 +105,7 @@ export function nextStep(input: RestartInput): RestartStep {
 }
 
 /**
- * The sync windows' hold (ADR 0015): a step that acts in the cluster waits while the Application's AppProject
+ * The sync windows' hold (ADR 0016): a step that acts in the cluster waits while the Application's AppProject
  * allows no automated sync — until the window opens, when that is known. Waits, halts and done pass.
  */
 function inWindow(input: RestartInput, step: RestartStep): RestartStep {

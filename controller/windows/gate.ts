@@ -84,7 +84,7 @@ export interface WindowHold {
 }
 
 /**
- * The sync windows' hold on an in-cluster act (ADR 0015); `undefined`: go on.
+ * The sync windows' hold on an in-cluster act (ADR 0016); `undefined`: go on.
  * The restart path asks it for every act (an eviction, `spec.restartAt`, the
  * template annotation) and passes `notActed: true`; `false` never holds.
  */

@@ -13,7 +13,7 @@ export interface WriteBackMetrics {
   readonly commits: Counter;
   readonly pushFailures: Counter<'kind'>;
   readonly changeToCommitSeconds: Histogram;
-  /** Restarts through Git given up (ADR 0015), by cause: no-hash-key, untracked, refused, timeout. */
+  /** Restarts through Git given up (ADR 0016), by cause: no-hash-key, untracked, refused, timeout. */
   readonly fallbacks: Counter<'cause'>;
   /** The engine's `observe` dependency. */
   observe(observation: WriteBackObservation): void;

@@ -1,5 +1,5 @@
 /**
- * The git strategy end to end (issue 15 §1, §6; ADR 0015): the real controller process, the real Argo CD
+ * The git strategy end to end (issue 15 §1, §6; ADR 0016): the real controller process, the real Argo CD
  * with the shipped sidecar, a Deployment annotated `driftless.dev/restart-strategy: git` using a Secret that
  * never passes through Git. The Secret rotated out of band → the controller commits the keyed digest to the
  * Application's `.driftless/out-of-band` (one commit) and evicts nothing → Argo CD syncs the commit, the

@@ -1,5 +1,5 @@
 /**
- * The git strategy in the reconciler (ADR 0015), on the fake clock with a fake API and the real engine over
+ * The git strategy in the reconciler (ADR 0016), on the fake clock with a fake API and the real engine over
  * a scripted git run (the real git run: writeback/git.test.ts; real Argo CD: test/argocd/): a rotation is
  * committed, never evicted nor restartAt-ed; the restart is done once Argo CD's sync rolled a new render;
  * without a hash key, or when pushes keep failing past --write-back-fallback-after, a Warning and the

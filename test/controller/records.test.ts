@@ -36,7 +36,7 @@ test('reduceRecord reads back what recordManifest writes, and nothing that is no
   assert.equal(isRecord(manifest), true, 'the config watch drops records: no workload can select one');
   assert.equal(isRecord({ metadata: { name: 'app', labels: { app: 'x' } } }), false);
   assert.equal(isRecord({}), false);
-  // The git strategy's record rides along (ADR 0015): a Replace=true sync of its own commit must not lose it.
+  // The git strategy's record rides along (ADR 0016): a Replace=true sync of its own commit must not lose it.
   const withWriteBack = recordManifest(target, { restartedFor: '{}', restartAt: '2026-01-01T00:00:01Z', writeBack: '{"state":"committed"}' }, 'driftless');
   const read = reduceRecord(withWriteBack);
   assert.equal(read?.writeBack, '{"state":"committed"}');

@@ -1,5 +1,5 @@
 /**
- * Sync windows in the restart path (ADR 0015), the reconciler on the fake
+ * Sync windows in the restart path (ADR 0016), the reconciler on the fake
  * clock with a fake API: a rotation inside an active deny window restarts
  * nothing and says so once, until when; a second rotation inside the window
  * joins it; when the window ends, one restart. A workload of a project

@@ -1,5 +1,5 @@
 /**
- * Sync windows on the real cluster (issue 15 §8, ADR 0015): the real controller process, the real
+ * Sync windows on the real cluster (issue 15 §8, ADR 0016): the real controller process, the real
  * AppProject and Application CRDs (without Argo CD: the objects are written as Argo CD's users write
  * them), kwok pods. A deny window active over a rotation → no restart and one Event saying until when; a
  * second rotation inside the window → still nothing, still one Event; the window ends (real time: its
