@@ -17,14 +17,13 @@
  */
 import assert from 'node:assert/strict';
 import { randomInt } from 'node:crypto';
-import { stringify } from 'yaml';
 import type { Cluster } from '../cluster/harness.ts';
 import { useCluster } from '../cluster/testing.ts';
 import { waitFor } from '../support/wait.ts';
 import { rotateSecret } from '../controller/support/fixtures.ts';
 import { trackPods, type PodTracker } from './support/pod-tracker.ts';
 import { leaseHolder, startReplicas, stopAll, waitForLeader, type Replica } from './support/replicas.ts';
-import { appManifest, createSecret, deployApps, elapsed, waitForRecords, waitForReplaced, waitForSettled } from './support/scene.ts';
+import { appManifest, createSecret, kubectlReplace, deployApps, elapsed, waitForRecords, waitForReplaced, waitForSettled } from './support/scene.ts';
 
 const fixture = useCluster({ auditLog: true });
 
@@ -84,8 +83,7 @@ async function inject(fault: Fault, cluster: Cluster, namespace: string, replica
       // The manifest as created: the same pod template, none of what the controller wrote on the object.
       const name = target;
       const app = APPS.find((candidate) => candidate.name === name) as (typeof APPS)[number];
-      const replaced = await cluster.kubectl(['replace', '-n', namespace, '-f', '-'], { stdin: stringify(appManifest(name, { secret: app.secret, replicas: REPLICAS, readyDelay: READY_DELAY })) });
-      if (replaced.code !== 0) throw new Error(`kubectl replace of ${name} failed: ${replaced.stderr}`);
+      await kubectlReplace(cluster, namespace, appManifest(name, { secret: app.secret, replicas: REPLICAS, readyDelay: READY_DELAY }));
       return `kubectl replace of ${name}`;
     }
   }
