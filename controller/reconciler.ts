@@ -17,7 +17,6 @@ import { parseWorkloadKey, workloadKey, type ClusterView } from './cache/cluster
 import type { Clock } from './clock.ts';
 import type { ClockSkew } from './clock-skew.ts';
 import type { RecordStore } from './record/store.ts';
-import { syncWait } from './argocd-sync.ts';
 import { compareDigests, outOfBandDigests, resolveStrategy, selectConfigs, type ResolvedStrategy } from './decide.ts';
 import { normalEvent, warningEvent, type EventConfig, type EventRecorder } from './events.ts';
 import type { FleetMetrics } from './fleet/metrics.ts';
@@ -211,13 +210,13 @@ export class Reconciler {
         const held = await this.#holdStart(key, workload, changed, restartAt, halt, now);
         if (held !== false) return held;
         restartAt = verdict.restartAt;
-        // T is recorded now, as always (a controller restarted while waiting resumes from it); the template
-        // annotation is the restart's first act, so it waits with the rest while Argo CD is about to sync.
-        const waitsForSync = this.#syncWaitOf(workload, restartAt, now).action === 'wait';
+        // T is recorded now, as always (a controller restarted while waiting resumes from it). The template
+        // annotation is not: it is the template step's first act (controller/restart/template.ts), which waits
+        // for T (a rollout started in T's second makes pods that read as created before T) and for Argo CD's sync.
         await this.#apply(workload, {
           restartedFor: formatDigestMap(current),
           restartAt: formatTime(restartAt),
-          templateRestartedAt: strategy === 'template' && !waitsForSync ? formatTime(restartAt) : workload.templateRestartedAt,
+          templateRestartedAt: workload.templateRestartedAt,
         });
         this.#restarting.add(key);
         this.#blockedSince.delete(key);
@@ -426,11 +425,6 @@ export class Reconciler {
         }
         return { requeueAfterMs: options.checkIntervalMs };
     }
-  }
-
-  /** The sync-wait rule for this workload's Application (ADR 0011). */
-  #syncWaitOf(workload: WorkloadSummary, restartAt: number, now: number): ReturnType<typeof syncWait> {
-    return syncWait({ app: this.#deps.view.applicationOf(workload), workload, restartAt, now, waitMs: this.#deps.options.argocdSyncWaitMs ?? 0 });
   }
 
   /** `--argocd-sync-wait` in words, as the Events give it. */

@@ -519,10 +519,14 @@ fixture.test('the opt-in template strategy under Argo CD: Synced through the res
       const live = await read(api, path);
       const pods = settledPods((await podsByApp(api, namespace)).get(NAMES.Deployment));
       const replicaSets = await replicaSetReplicas(api, namespace);
+      lastSeen = JSON.stringify({ at: podTemplateOf(live)?.metadata?.annotations?.['driftless.dev/restarted-at'], restartAt: live.metadata?.annotations?.[RESTART_AT], pods: pods?.length, replicaSets, original, restarted: restarted.replicaSet });
       const back = pods !== undefined && replicaSets[original] === PODS_PER_WORKLOAD && replicaSets[restarted.replicaSet] === 0
         && uids(pods).every((uid) => !uids(restarted.pods).includes(uid));
       return back ? live : undefined;
-    }, { timeoutMs: 180_000 });
+    }, { timeoutMs: 180_000 }).catch((error: unknown) => {
+      const said = controller.lines.filter((line) => typeof line.msg === 'string' && !String(line.msg).startsWith('watch')).map((line) => JSON.stringify(line)).slice(-60).join('\n');
+      throw new Error(`${(error as Error).message}; last seen ${lastSeen}; the controller's last lines:\n${said}`, { cause: error });
+    });
     assert.equal(podTemplateOf(undone)?.metadata?.annotations?.['driftless.dev/restarted-at'], undefined, 'the template annotation is gone');
     assert.deepEqual(Object.keys(await replicaSetReplicas(api, namespace)).sort(), [original, restarted.replicaSet].sort(), 'a second rollout, back to the original ReplicaSet (no third one)');
     // The controller sees a workload without its annotations: it writes them back from its restart record
