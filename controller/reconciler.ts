@@ -17,14 +17,12 @@ import { parseWorkloadKey, workloadKey, type ClusterView } from './cache/cluster
 import type { Clock } from './clock.ts';
 import type { ClockSkew } from './clock-skew.ts';
 import type { RecordStore } from './record/store.ts';
-import { syncWait } from './argocd-sync.ts';
 import { compareDigests, outOfBandDigests, resolveStrategy, selectConfigs, type ResolvedStrategy } from './decide.ts';
 import { normalEvent, warningEvent, type EventConfig, type EventRecorder } from './events.ts';
 import type { FleetMetrics } from './fleet/metrics.ts';
 import { FLEET_ANNOTATIONS, breakerState, cooldownFor, cooldownRemaining, formatHalt, parseHalt, type BreakerState, type FleetOptions } from './fleet/safety.ts';
 import type { ControllerMetrics } from './metrics.ts';
 import type { AppProjectSummary, PodSummary, RestartStrategy, WorkloadSummary } from './model.ts';
-import { windowHold } from './windows/gate.ts';
 import type { ProcessResult } from './queue.ts';
 import { restartWarnings } from './restart/evict-plan.ts';
 import { isStalePod, isTerminalPod } from './restart/stale-pods.ts';
@@ -246,14 +244,13 @@ export class Reconciler {
         const held = await this.#holdStart(key, workload, changed, restartAt, halt, now);
         if (held !== false) return held;
         restartAt = verdict.restartAt;
-        // T is recorded now, as always (a controller restarted while waiting resumes from it); the template
-        // annotation is the restart's first act, so it waits with the rest while Argo CD is about to sync.
-        // So does it while the AppProject's sync windows allow no automated sync (ADR 0016).
-        const waitsForSync = this.#syncWaitOf(workload, restartAt, now).action === 'wait' || this.#windowHoldOf(workload, now) !== undefined;
+        // T is recorded now, as always (a controller restarted while waiting resumes from it). The template
+        // annotation is not: it is the template step's first act (controller/restart/template.ts), which waits
+        // for T (a rollout started in T's second makes pods that read as created before T) and for Argo CD's sync.
         await this.#apply(workload, {
           restartedFor: formatDigestMap(current),
           restartAt: formatTime(restartAt),
-          templateRestartedAt: strategy === 'template' && !waitsForSync ? formatTime(restartAt) : workload.templateRestartedAt,
+          templateRestartedAt: workload.templateRestartedAt,
           // The git strategy records what it is to write before it writes it (ADR 0016): a controller restarted
           // meanwhile submits the same again, which Git makes harmless.
           ...(strategy === 'git' ? { writeBack: formatWriteBackRecord(pendingWriteBack(workload, restartAt, verdict.changed, current, now)) } : {}),
@@ -590,16 +587,6 @@ export class Reconciler {
   #projectOf(workload: WorkloadSummary): AppProjectSummary | undefined {
     const app = this.#deps.view.applicationOf(workload);
     return app === undefined ? undefined : this.#deps.view.projectOf(app);
-  }
-
-  /** The sync windows' hold on this workload's restart now (ADR 0016), or `undefined`. */
-  #windowHoldOf(workload: WorkloadSummary, now: number): ReturnType<typeof windowHold> {
-    return windowHold({ app: this.#deps.view.applicationOf(workload), project: this.#projectOf(workload), now: this.#deps.skew?.apiNow(now) ?? now, notActed: true });
-  }
-
-  /** The sync-wait rule for this workload's Application (ADR 0011). */
-  #syncWaitOf(workload: WorkloadSummary, restartAt: number, now: number): ReturnType<typeof syncWait> {
-    return syncWait({ app: this.#deps.view.applicationOf(workload), workload, restartAt, now, waitMs: this.#deps.options.argocdSyncWaitMs ?? 0 });
   }
 
   /** `--argocd-sync-wait` in words, as the Events give it. */

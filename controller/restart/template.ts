@@ -10,7 +10,11 @@ import type { RestartStep, StrategyInput } from './step.ts';
 
 /** The next step of a pod template restart. */
 export function templateStep(input: StrategyInput): RestartStep {
-  const { workload, pods, restartAt } = input;
+  const { workload, pods, restartAt, now } = input;
+  // T is the next whole second after the change, and pod creation times are whole seconds: a rollout started
+  // before T makes pods that read as created before T, stale for good (the restart never finishes, and once a
+  // Replace=true sync removes the annotation it is written again). So, as evictions do, the write waits for T.
+  if (now < restartAt) return { kind: 'wait', cause: 'restart-time', reason: `the restart time is ${Math.ceil((restartAt - now) / 1000)}s ahead of the clock`, until: restartAt };
   const stale = pods.some((pod) => isStalePod(pod, restartAt));
   // Only while pods from before T run: a template annotation a Replace=true sync removed after the restart
   // finished (its rollback's pods post-date T) is not written again, which would roll every pod once more.

@@ -519,10 +519,14 @@ fixture.test('the opt-in template strategy under Argo CD: Synced through the res
       const live = await read(api, path);
       const pods = settledPods((await podsByApp(api, namespace)).get(NAMES.Deployment));
       const replicaSets = await replicaSetReplicas(api, namespace);
+      lastSeen = JSON.stringify({ at: podTemplateOf(live)?.metadata?.annotations?.['driftless.dev/restarted-at'], restartAt: live.metadata?.annotations?.[RESTART_AT], pods: pods?.length, replicaSets, original, restarted: restarted.replicaSet });
       const back = pods !== undefined && replicaSets[original] === PODS_PER_WORKLOAD && replicaSets[restarted.replicaSet] === 0
         && uids(pods).every((uid) => !uids(restarted.pods).includes(uid));
       return back ? live : undefined;
-    }, { timeoutMs: 180_000 });
+    }, { timeoutMs: 180_000 }).catch((error: unknown) => {
+      const said = controller.lines.filter((line) => typeof line.msg === 'string' && !String(line.msg).startsWith('watch')).map((line) => JSON.stringify(line)).slice(-60).join('\n');
+      throw new Error(`${(error as Error).message}; last seen ${lastSeen}; the controller's last lines:\n${said}`, { cause: error });
+    });
     assert.equal(podTemplateOf(undone)?.metadata?.annotations?.['driftless.dev/restarted-at'], undefined, 'the template annotation is gone');
     assert.deepEqual(Object.keys(await replicaSetReplicas(api, namespace)).sort(), [original, restarted.replicaSet].sort(), 'a second rollout, back to the original ReplicaSet (no third one)');
     // The controller sees a workload without its annotations: it writes them back from its restart record
@@ -548,13 +552,18 @@ interface Caveat {
   readonly manifest: KubeObject;
   readonly compareOptions: string;
   readonly syncOptions: readonly string[];
-  /** The app's sync status once the controller has restarted the workload (and again after a sync). */
+  /** The app's sync status once the controller has restarted the workload (and after a sync that resets nothing). */
   readonly verdict: 'Synced' | 'OutOfSync';
-  /** Whether a sync writes Git's template back (then the controller, its restart still recorded, writes its key again). */
+  /** Whether a sync writes Git's template back (the pods roll back to it; the restart is over, so the controller leaves it). */
   readonly syncResetsTemplate: boolean;
 }
 
 const TEMPLATE_RESTARTED_AT = 'driftless.dev/restarted-at';
+
+/** The template's `driftless.dev/restarted-at` as Git renders it for a caveat: its own value, or none. */
+function gitTemplateValue(key: string): string | undefined {
+  return key.startsWith('git-key') ? 'rendered-by-git' : undefined;
+}
 
 /** The Deployment's template annotations, generation and whether its controller has caught up with it. */
 function deploymentState(object: KubeObject): { restartedAt: string | undefined; generation: number; observed: boolean } {
@@ -665,15 +674,18 @@ fixture.test('the template strategy\'s caveats under Argo CD: the key rendered b
       const applied = results.find((resource) => resource.kind === 'Deployment')?.message;
       assert.equal(applied, `deployment.apps/web ${c.syncOptions.includes('ServerSideApply=true') ? 'serverside-applied' : 'configured'}`, `${c.key}: how Argo CD applied it`);
     }));
-    // A sync that writes Git's template back is one generation; the controller's key written again is the next
-    // (at least: the controller may still be finishing its own restart, which is no part of the claim).
+    // A sync that writes Git's template back rolls the pods back to Git's template, once; the restart is over
+    // (the rollback's pods post-date T), so the controller leaves Git's template alone (controller/restart/
+    // template.ts), as after a Replace=true sync (the test above). A sync that resets nothing rolls nothing.
     const lastSeen = new Map<string, unknown>();
     await waitForEach('every workload settled after the sync', live, label, async (c) => {
       const before = restarted.get(c.key);
       const state = deploymentState(await read(api, c.path));
-      lastSeen.set(c.key, { before, state });
-      return before !== undefined && state.observed && state.restartedAt === before.restartedAt
-        && (!c.syncResetsTemplate || state.generation >= before.generation + 2);
+      const pods = settledPods((await podsByApp(api, c.namespace)).get(NAMES.Deployment));
+      const active = Object.values(await replicaSetReplicas(api, c.namespace)).filter((replicas) => replicas > 0);
+      lastSeen.set(c.key, { before, state, pods: pods?.length, active: active.length });
+      if (before === undefined || !state.observed || pods === undefined || active.length !== 1) return false;
+      return c.syncResetsTemplate ? state.generation >= before.generation + 1 && state.restartedAt === gitTemplateValue(c.key) : state.restartedAt === before.restartedAt;
     }, 180_000).catch((error: unknown) => {
       throw new Error(`${(error as Error).message}; last seen ${JSON.stringify(Object.fromEntries(lastSeen))}`, { cause: error });
     });
@@ -681,19 +693,19 @@ fixture.test('the template strategy\'s caveats under Argo CD: the key rendered b
     for (const c of live) {
       const before = restarted.get(c.key);
       const object = await read(api, c.path);
-      if (c.syncResetsTemplate) assert.ok(deploymentState(object).generation >= (before?.generation ?? 0) + 2, `${c.key}: written by the sync and again by the controller`);
-      // No rollout: each ReplicaSet keeps its revision (a template written back would re-number the one it selects).
-      else assert.deepEqual(await revisionNumbers(api, c.namespace), before?.revisions, `${c.key}: the sync rolled nothing`);
-      assert.equal(deploymentState(object).restartedAt, before?.restartedAt, `${c.key}: the controller's value live again`);
-      assert.deepEqual(Object.keys(await replicaSetReplicas(api, c.namespace)).sort(), before?.replicaSets, `${c.key}: no third ReplicaSet (back to Git's, then to the controller's)`);
-      assert.equal(applicationStatus(await argocd.getApplication(c.app)).sync?.status, c.verdict, `${c.key}: Argo CD's verdict after the sync`);
       const reapplied = controller.lines.slice(syncIndex).filter((line) => line.msg === 'applied own fields' && String(line['workload']).includes(c.namespace) && line['restartAt'] === before?.restartedAt);
-      // Where the sync reset the template the controller must write its key again. Where it did not, a
-      // re-apply of the same fields may still come (its own bookkeeping settling); the revisions above
-      // prove it rolled nothing.
-      if (c.syncResetsTemplate) assert.ok(reapplied.length > 0, `${c.key}: the controller wrote its key again after the sync`);
-      else t.diagnostic(`${c.key}: the controller re-applied its fields ${reapplied.length} times after the sync, rolling nothing`);
-      // Not asserted: the Deployment controller may fold the two writes into one rollout.
+      if (c.syncResetsTemplate) {
+        assert.equal(deploymentState(object).restartedAt, gitTemplateValue(c.key), `${c.key}: Git's template stays live; the controller does not write its key again`);
+        assert.equal(applicationStatus(await argocd.getApplication(c.app)).sync?.status, 'Synced', `${c.key}: Argo CD's verdict after the sync (live is Git's again)`);
+      } else {
+        // No rollout: each ReplicaSet keeps its revision (a template written back would re-number the one it selects).
+        assert.deepEqual(await revisionNumbers(api, c.namespace), before?.revisions, `${c.key}: the sync rolled nothing`);
+        assert.equal(deploymentState(object).restartedAt, before?.restartedAt, `${c.key}: the controller's value still live`);
+        assert.equal(applicationStatus(await argocd.getApplication(c.app)).sync?.status, c.verdict, `${c.key}: Argo CD's verdict after the sync`);
+      }
+      assert.deepEqual(Object.keys(await replicaSetReplicas(api, c.namespace)).sort(), before?.replicaSets, `${c.key}: no third ReplicaSet`);
+      // A re-apply of the same fields may come (its own bookkeeping settling); the template and revisions above say it rolled nothing.
+      t.diagnostic(`${c.key}: the controller re-applied its fields ${reapplied.length} times after the sync`);
       t.diagnostic(`${c.key}: ReplicaSet revisions ${JSON.stringify(before?.revisions)} before the sync, ${JSON.stringify(await revisionNumbers(api, c.namespace))} after`);
     }
     assert.deepEqual(controller.lines.slice(logIndex).filter((line) => Number(line['level']) >= 40), [], 'still no warning or error logged');

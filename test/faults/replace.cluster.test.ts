@@ -8,13 +8,12 @@
  * Argo CD is test/argocd/replace-sync.test.ts.)
  */
 import assert from 'node:assert/strict';
-import { stringify } from 'yaml';
 import { useCluster } from '../cluster/testing.ts';
 import { read, COLLECTIONS, rotateSecret } from '../controller/support/fixtures.ts';
 import { applyAsArgoCD } from '../support/drift-oracle.ts';
 import { trackPods } from './support/pod-tracker.ts';
 import { startReplicas, stopAll } from './support/replicas.ts';
-import { appManifest, assertReplacedExactlyOnce, createSecret, elapsed, waitForMidRestart, waitForRecords, waitForReplaced, waitForSettled } from './support/scene.ts';
+import { appManifest, assertReplacedExactlyOnce, createSecret, elapsed, kubectlReplace, waitForMidRestart, waitForRecords, waitForReplaced, waitForSettled } from './support/scene.ts';
 
 const fixture = useCluster({ auditLog: true });
 
@@ -39,8 +38,7 @@ fixture.test('kubectl replace of a Deployment mid-restart: the restart completes
 
     const replacedAtFault = await waitForMidRestart(tracker, old);
     const before = await read(cluster.admin, `${COLLECTIONS.Deployment(namespace)}/app`);
-    const replaced = await cluster.kubectl(['replace', '-n', namespace, '-f', '-'], { stdin: stringify(manifest) });
-    assert.equal(replaced.code, 0, `kubectl replace failed: ${replaced.stderr}`);
+    await kubectlReplace(cluster, namespace, manifest);
     const after = await read(cluster.admin, `${COLLECTIONS.Deployment(namespace)}/app`);
     const lost = Object.keys(before.metadata?.annotations ?? {}).filter((key) => key.startsWith('driftless.dev/') && after.metadata?.annotations?.[key] === undefined);
     // Where the controller keeps its record is its own business; the replace must only have happened.

@@ -4,24 +4,26 @@
  * rotates a random non-empty set of the Secrets and injects a random fault
  * once the restarts are under way: none, the leader frozen past the lease,
  * the leader killed, the API server restarted, both replicas stopped and
- * started, or a `kubectl replace` of one of the restarting Deployments. It prints what went wrong over all rounds — missed (a workload
+ * started, or a `kubectl replace` of one of the restarting Deployments —
+ * dealt from shuffled decks, so every fault comes once in each run of six
+ * rounds. It prints what went wrong over all rounds — missed (a workload
  * with a pre-rotation pod left), doubled (a pod deleted that was not due),
  * over-disrupted (more pods down at once than max(maxUnavailable, 1)) — and
  * asserts 0 / 0 / 0.
  *
- * DRIFTLESS_SOAK_ROUNDS sets N (default 3, a minute or two of CI time; grow
- * it outside CI); DRIFTLESS_SOAK_SEED replays a run (the seed is printed).
+ * DRIFTLESS_SOAK_ROUNDS sets N (default 6, one of each fault: about a minute
+ * and a half of CI time; grow it outside CI); DRIFTLESS_SOAK_SEED replays a
+ * run (the seed is printed).
  */
 import assert from 'node:assert/strict';
 import { randomInt } from 'node:crypto';
-import { stringify } from 'yaml';
 import type { Cluster } from '../cluster/harness.ts';
 import { useCluster } from '../cluster/testing.ts';
 import { waitFor } from '../support/wait.ts';
 import { rotateSecret } from '../controller/support/fixtures.ts';
 import { trackPods, type PodTracker } from './support/pod-tracker.ts';
 import { leaseHolder, startReplicas, stopAll, waitForLeader, type Replica } from './support/replicas.ts';
-import { appManifest, createSecret, deployApps, elapsed, waitForRecords, waitForReplaced, waitForSettled } from './support/scene.ts';
+import { appManifest, createSecret, kubectlReplace, deployApps, elapsed, waitForRecords, waitForReplaced, waitForSettled } from './support/scene.ts';
 
 const fixture = useCluster({ auditLog: true });
 
@@ -34,7 +36,7 @@ type Fault = (typeof FAULTS)[number];
 const ROUND_TIMEOUT_MS = 150_000;
 
 function rounds(): number {
-  const text = process.env['DRIFTLESS_SOAK_ROUNDS'] ?? '3';
+  const text = process.env['DRIFTLESS_SOAK_ROUNDS'] ?? String(FAULTS.length);
   const value = Number(text);
   if (!Number.isSafeInteger(value) || value < 1) throw new Error(`DRIFTLESS_SOAK_ROUNDS=${JSON.stringify(text)} is not a positive integer`);
   return value;
@@ -81,11 +83,20 @@ async function inject(fault: Fault, cluster: Cluster, namespace: string, replica
       // The manifest as created: the same pod template, none of what the controller wrote on the object.
       const name = target;
       const app = APPS.find((candidate) => candidate.name === name) as (typeof APPS)[number];
-      const replaced = await cluster.kubectl(['replace', '-n', namespace, '-f', '-'], { stdin: stringify(appManifest(name, { secret: app.secret, replicas: REPLICAS, readyDelay: READY_DELAY })) });
-      if (replaced.code !== 0) throw new Error(`kubectl replace of ${name} failed: ${replaced.stderr}`);
+      await kubectlReplace(cluster, namespace, appManifest(name, { secret: app.secret, replicas: REPLICAS, readyDelay: READY_DELAY }));
       return `kubectl replace of ${name}`;
     }
   }
+}
+
+/** A seeded Fisher-Yates shuffle of a copy of `items`. */
+function shuffled<T>(items: readonly T[], random: () => number): T[] {
+  const copy = [...items];
+  for (let index = copy.length - 1; index > 0; index--) {
+    const other = Math.floor(random() * (index + 1));
+    [copy[index], copy[other]] = [copy[other] as T, copy[index] as T];
+  }
+  return copy;
 }
 
 async function currentLeader(cluster: Cluster, namespace: string, replicas: readonly Replica[]): Promise<Replica> {
@@ -132,6 +143,8 @@ fixture.test('soak: random rotations with a random fault each round; missed / do
     const breaches = (): number => APPS.reduce((sum, app) => sum + tracker.disruption(app.name).breaches, 0);
     // Every deletion after this is either of a round's old pod (due) or doubled.
     let countedUntil = Date.now();
+    // Faults are dealt from shuffled decks: random order, and every fault once in each run of FAULTS.length rounds.
+    let deck: Fault[] = [];
     let breachesBefore = 0;
     for (let round = 1; round <= roundCount; round++) {
       const roundStartedAt = Date.now();
@@ -141,7 +154,8 @@ fixture.test('soak: random rotations with a random fault each round; missed / do
 
       let rotated = SECRETS.filter(() => random() < 0.5);
       if (rotated.length === 0) rotated = [SECRETS[Math.floor(random() * SECRETS.length)] as string];
-      const fault = FAULTS[Math.floor(random() * FAULTS.length)] as Fault;
+      if (deck.length === 0) deck = shuffled(FAULTS, random);
+      const fault = deck.pop() as Fault;
       faultsUsed.set(fault, (faultsUsed.get(fault) ?? 0) + 1);
       const affected = APPS.filter((app) => rotated.includes(app.secret)).map((app) => app.name);
       const old = new Map(affected.map((name) => [name, tracker.live(name)]));

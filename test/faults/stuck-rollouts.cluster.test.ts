@@ -5,10 +5,8 @@
  * stay Pending). The Secret is rotated: the 40 healthy ones are each restarted
  * (their pod replaced exactly once) even though the stuck ones outnumber
  * nothing but the slots of `--max-concurrent-restarts`, and each of the 10 is
- * halted with a Warning Event within `--restart-progress-deadline`.
- *
- * `--restart-progress-deadline` is issue 18's new flag (progress deadlines);
- * until it exists the controller refuses to start, and this test fails there.
+ * halted with a Warning Event (reason RestartProgressDeadlineExceeded)
+ * within `--restart-progress-deadline`.
  */
 import assert from 'node:assert/strict';
 import type { KubeList, KubeObject } from '../cluster/api.ts';
@@ -24,19 +22,22 @@ const fixture = useCluster({ auditLog: true });
 const HEALTHY = Array.from({ length: 40 }, (_, index) => `ok-${String(index).padStart(2, '0')}`);
 const STUCK = Array.from({ length: 10 }, (_, index) => `stuck-${String(index).padStart(2, '0')}`);
 const PROGRESS_DEADLINE_S = 15;
+/** The reason of the halt's Warning (controller/events.ts). */
+const HALT_REASON = 'RestartProgressDeadlineExceeded';
 /** How long after the deadline the Warning may take: a requeue or two of the controller. */
 const GRACE_MS = 30_000;
 
 /**
- * Driftless' Warning Events on the workload created from `since` to `until` (local epoch ms; the
- * API server's creationTimestamp, same host clock; whole seconds, hence the second of slack).
+ * Driftless' RestartProgressDeadlineExceeded Warnings on the workload created from `since` to `until`
+ * (local epoch ms; the API server's creationTimestamp, same host clock; whole seconds, hence the second
+ * of slack).
  */
 function warningsOn(namespace: string, name: string, events: readonly KubeObject[], since: number, until: number): KubeObject[] {
   return events.filter((event) => {
     const involved = event['involvedObject'] as { name?: string; namespace?: string } | undefined;
     const source = (event['source'] as { component?: string } | undefined)?.component ?? event['reportingComponent'];
     const created = Date.parse(String(event.metadata?.['creationTimestamp']));
-    return involved?.name === name && involved.namespace === namespace && event['type'] === 'Warning' && String(source).startsWith('driftless') && created >= since - 1000 && created <= until;
+    return involved?.name === name && involved.namespace === namespace && event['type'] === 'Warning' && event['reason'] === HALT_REASON && String(source).startsWith('driftless') && created >= since - 1000 && created <= until;
   });
 }
 
@@ -74,7 +75,7 @@ fixture.test('50 dependants of one Secret, 10 with a rollout that cannot progres
     const doubled = HEALTHY.filter((name) => tracker.verdict(name, old.get(name) ?? [], rotatedAt).doubled.length > 0);
 
     let without: string[] = [...STUCK];
-    const unwarned = await waitFor('a Warning Event on each stuck workload', async () => {
+    const unwarned = await waitFor(`a ${HALT_REASON} Warning on each stuck workload`, async () => {
       const events = (await cluster.admin.request<KubeList>('GET', `/api/v1/namespaces/${namespace}/events`)).items;
       without = [];
       const until = rotatedAt + PROGRESS_DEADLINE_S * 1000 + GRACE_MS;
@@ -85,7 +86,7 @@ fixture.test('50 dependants of one Secret, 10 with a rollout that cannot progres
     process.stderr.write(`stuck rollouts: ${HEALTHY.length - missed.length} of ${HEALTHY.length} healthy restarted, ${missed.length} missed, ${doubled.length} doubled; test took ${elapsed(startedAt)}\n`);
     assert.deepEqual(missed, [], 'healthy workloads never restarted while the stuck ones held their slots');
     assert.deepEqual(doubled, [], 'healthy workloads restarted more than once');
-    assert.deepEqual(unwarned, [], `stuck workloads without a Warning Event within ${PROGRESS_DEADLINE_S} s (+${GRACE_MS / 1000} s)`);
+    assert.deepEqual(unwarned, [], `stuck workloads without a ${HALT_REASON} Warning within ${PROGRESS_DEADLINE_S} s (+${GRACE_MS / 1000} s)`);
     for (const name of STUCK) {
       assert.equal(tracker.live(name).length, 3, `${name}: the stuck rollout's pods (2 old, 1 Pending) are left alone`);
     }

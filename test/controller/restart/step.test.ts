@@ -51,6 +51,13 @@ test('evict: the planner\'s waits keep their cause, and a pending OnDelete revis
   assert.equal(kindOf(nextStep(input({ workload: onDelete }))), 'halt:pending-revision');
 });
 
+test('template: T ahead waits until T, so the rollout\'s pods (whole-second creation times) are never created before T', () => {
+  // Written at T - 0.6 s, a replacement created at T - 0.4 s reads T - 1 s: it would count as stale for good,
+  // the restart would never finish, and a Replace=true sync would have the annotation written again.
+  assert.deepEqual(nextStep(input({ strategy: 'template', now: T - 600 })), { kind: 'wait', cause: 'restart-time', reason: 'the restart time is 1s ahead of the clock', until: T });
+  assert.deepEqual(nextStep(input({ strategy: 'template', now: T })), { kind: 'set-template', restartAt: T });
+});
+
 test('restart-at: writes spec.restartAt, waits for status.restartedAt to reach T, then done', () => {
   const rollout = workload('Rollout');
   assert.deepEqual(nextStep(input({ workload: rollout, strategy: 'restart-at' })), { kind: 'set-restart-at', restartAt: T });

@@ -7,6 +7,7 @@
  * never more pods down than the budget", from the pod watch and the audit log.
  */
 import assert from 'node:assert/strict';
+import { stringify } from 'yaml';
 import type { KubeList, KubeObject } from '../../cluster/api.ts';
 import { describeAudit } from '../../cluster/audit.ts';
 import type { Cluster } from '../../cluster/harness.ts';
@@ -103,6 +104,25 @@ export async function waitForMidRestart(tracker: PodTracker, old: readonly strin
   }, { timeoutMs, intervalMs: 50 });
   assert.ok(replaced < old.length, `the fault must hit a restart in progress, but ${replaced} of ${old.length} old pods were already replaced`);
   return replaced;
+}
+
+/**
+ * `kubectl replace -f -` of the manifest, as a user (or Argo CD's Replace=true) does it. kubectl puts the live
+ * resourceVersion into the object it PUTs, so a write in between (the Deployment controller's status, the
+ * controller's record) makes it a 409 Conflict; like a user, it is tried again, until `timeoutMs`.
+ * @throws when kubectl fails otherwise, or still conflicts at the deadline.
+ */
+export async function kubectlReplace(cluster: Cluster, namespace: string, manifest: KubeObject, timeoutMs = 30_000): Promise<void> {
+  let last = '';
+  await waitFor(`kubectl replace of ${String(manifest.metadata?.name)} without a conflict`, async () => {
+    const replaced = await cluster.kubectl(['replace', '-n', namespace, '-f', '-'], { stdin: stringify(manifest) });
+    if (replaced.code === 0) return true;
+    last = replaced.stderr.trim();
+    if (!last.includes('(Conflict)')) throw new Error(`kubectl replace of ${String(manifest.metadata?.name)} failed: ${last}`);
+    return undefined;
+  }, { timeoutMs, intervalMs: 100 }).catch((error: unknown) => {
+    throw new Error(`${(error as Error).message}; last: ${last}`, { cause: error });
+  });
 }
 
 /** Successful evictions of pods in the namespace since `since` (local epoch ms), per pod name. */
