@@ -132,12 +132,16 @@ fixture.test('as a ServiceAccount with only a namespaced Role, it restarts in it
       assert.deepEqual(await eventsFor(api, other, 'app'), []);
       // The Role was enough: no list, watch or write was refused.
       // (Every failed request is logged with its `err`; the start-up warning about --hash-key-file has none.)
-      // The one exception is optional: this Role grants nothing on Argo CD's Applications (in argocd), so that
-      // watch says so once, as a Warning, and turns itself off (ADR 0011); the restart above ran regardless.
+      // The exceptions are optional: this Role grants nothing on Argo CD's Applications and AppProjects (in
+      // argocd), so each of those watches says so once, as a Warning, and turns itself off (ADR 0011, 0016);
+      // the restart above ran regardless.
       const refused = controller.lines.filter((line) => line['err'] !== undefined || /forbidden/i.test(JSON.stringify(line)));
-      const applications = refused.filter((line) => line['reflector'] === 'applications in argocd');
-      assert.deepEqual(applications.map((line) => [line['level'], line['msg']]), [[40, 'not allowed to list; this optional watch is off until the controller restarts']], 'one Warning for the Applications watch');
-      assert.deepEqual(refused.filter((line) => !applications.includes(line)), [], 'no other failed request (e.g. 403) in the controller log');
+      const optional = refused.filter((line) => line['reflector'] === 'applications in argocd' || line['reflector'] === 'appprojects in argocd');
+      assert.deepEqual(optional.map((line) => [line['reflector'], line['level'], line['msg']]).sort(), [
+        ['applications in argocd', 40, 'not allowed to list; this optional watch is off until the controller restarts'],
+        ['appprojects in argocd', 40, 'not allowed to list; this optional watch is off until the controller restarts'],
+      ], 'one Warning for each optional Argo CD watch');
+      assert.deepEqual(refused.filter((line) => !optional.includes(line)), [], 'no other failed request (e.g. 403) in the controller log');
     } finally {
       await controller.stop();
     }
