@@ -137,7 +137,7 @@ fixture.test('as a ServiceAccount with only a namespaced Role, it restarts in it
       // the restart above ran regardless.
       const refused = controller.lines.filter((line) => line['err'] !== undefined || /forbidden/i.test(JSON.stringify(line)));
       const optional = refused.filter((line) => line['reflector'] === 'applications in argocd' || line['reflector'] === 'appprojects in argocd');
-      assert.deepEqual(optional.map((line) => [line['reflector'], line['level'], line['msg']]).sort(), [
+      assert.deepEqual(optional.map((line) => [line['reflector'], line['level'], line['msg']]).sort((a, b) => String(a[0]).localeCompare(String(b[0]))), [
         ['applications in argocd', 40, 'not allowed to list; this optional watch is off until the controller restarts'],
         ['appprojects in argocd', 40, 'not allowed to list; this optional watch is off until the controller restarts'],
       ], 'one Warning for each optional Argo CD watch');
