@@ -18,6 +18,7 @@ import type { OwnFields, Writes } from '../../controller/kube/writes.ts';
 import type { ApplicationSummary, PodSummary, WorkloadSummary } from '../../controller/model.ts';
 import { Reconciler } from '../../controller/reconciler.ts';
 import { ANNOTATION_TRACKING, config, rawWorkload, workload } from './support/summaries.ts';
+import { appliedOwnFields } from './support/apply.ts';
 
 const START = Date.parse('2026-01-01T00:00:00Z');
 const WAIT_MS = 60_000;
@@ -148,9 +149,7 @@ function harness(options: { syncWaitMs?: number; annotations?: Record<string, st
     async applyOwnFields(target, fields) {
       applied.push(fields);
       const previous = view.workload(workloadKey(target.kind, target.namespace, target.name)) as WorkloadSummary;
-      const annotations: Record<string, string> = { ...previous.annotations, [BOOKKEEPING.restartedFor]: fields.restartedFor };
-      if (fields.restartAt !== undefined) annotations[BOOKKEEPING.restartAt] = fields.restartAt;
-      view.workloadChanged(previous, { ...previous, annotations, templateRestartedAt: fields.templateRestartedAt, resourceVersion: String(++version) });
+      view.workloadChanged(previous, appliedOwnFields(previous, fields, String(++version)));
     },
     async patchRestartAt() {},
     async evict(pod) {

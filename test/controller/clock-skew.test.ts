@@ -18,6 +18,7 @@ import type { Writes } from '../../controller/kube/writes.ts';
 import type { ConfigSummary, PodSummary } from '../../controller/model.ts';
 import { Reconciler } from '../../controller/reconciler.ts';
 import { ANNOTATION_TRACKING, workload } from './support/summaries.ts';
+import { appliedOwnFields } from './support/apply.ts';
 
 /** The API server's time of the rotation (a whole second, as managedFields writes it). */
 const WRITE = Date.parse('2026-01-01T00:10:00Z');
@@ -89,9 +90,7 @@ async function restartWithOffset(offsetMs: number): Promise<{ evicted: string[];
     async applyOwnFields(target, fields) {
       const previous = view.workload(workloadKey(target.kind, target.namespace, target.name));
       if (previous === undefined) return;
-      const annotations: Record<string, string> = { ...previous.annotations, [BOOKKEEPING.restartedFor]: fields.restartedFor };
-      if (fields.restartAt !== undefined) annotations[BOOKKEEPING.restartAt] = fields.restartAt;
-      view.workloadChanged(previous, { ...previous, annotations, resourceVersion: `${Number(previous.resourceVersion) + 1}` });
+      view.workloadChanged(previous, appliedOwnFields(previous, fields, `${Number(previous.resourceVersion) + 1}`));
     },
     async patchRestartAt() {},
     async evict(pod) {

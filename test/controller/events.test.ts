@@ -14,6 +14,7 @@ import type { Writes } from '../../controller/kube/writes.ts';
 import type { PodSummary } from '../../controller/model.ts';
 import { Reconciler } from '../../controller/reconciler.ts';
 import { config, workload } from './support/summaries.ts';
+import { appliedOwnFields } from './support/apply.ts';
 
 const START = Date.parse('2026-01-01T00:00:00Z');
 
@@ -56,9 +57,7 @@ test('a PodDisruptionBudget blocking a restart for 10 minutes of fake time gives
     async applyOwnFields(target, fields) {
       const previous = view.workload(workloadKey(target.kind, target.namespace, target.name));
       if (previous === undefined) return;
-      const annotations: Record<string, string> = { ...previous.annotations, 'driftless.dev/restarted-for': fields.restartedFor };
-      if (fields.restartAt !== undefined) annotations['driftless.dev/restart-at'] = fields.restartAt;
-      view.workloadChanged(previous, { ...previous, annotations, resourceVersion: `${Number(previous.resourceVersion) + 1}` });
+      view.workloadChanged(previous, appliedOwnFields(previous, fields, `${Number(previous.resourceVersion) + 1}`));
     },
     async patchRestartAt() {},
     async evict() {

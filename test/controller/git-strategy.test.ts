@@ -10,7 +10,6 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { pino } from 'pino';
 import { Registry } from 'prom-client';
-import { BOOKKEEPING } from '../../controller/bookkeeping.ts';
 import { reduceApplication } from '../../controller/cache/reduce.ts';
 import { ClusterView, workloadKey } from '../../controller/cache/cluster-view.ts';
 import { FakeClock } from '../../controller/clock.ts';
@@ -24,6 +23,7 @@ import type { GitJob, GitRunResult } from '../../controller/writeback/git-run.ts
 import { createWriteBackMetrics } from '../../controller/writeback/metrics.ts';
 import { parseWriteBackRecord, WRITE_BACK_ANNOTATION } from '../../controller/writeback/record.ts';
 import { config, workload } from './support/summaries.ts';
+import { appliedOwnFields } from './support/apply.ts';
 
 const START = Date.parse('2026-12-02T10:00:00Z');
 const KEYED = `v1:${'1'.repeat(64)}`;
@@ -62,11 +62,7 @@ function harness(options: { keyed?: boolean; fallback?: GitStrategyOptions['fall
   const writes: Writes = {
     async applyOwnFields(target, fields) {
       const previous = view.workload(workloadKey(target.kind, target.namespace, target.name)) as WorkloadSummary;
-      const annotations: Record<string, string> = { ...previous.annotations, [BOOKKEEPING.restartedFor]: fields.restartedFor };
-      if (fields.restartAt !== undefined) annotations[BOOKKEEPING.restartAt] = fields.restartAt;
-      if (fields.writeBack !== undefined) annotations[WRITE_BACK_ANNOTATION] = fields.writeBack;
-      else delete annotations[WRITE_BACK_ANNOTATION];
-      view.workloadChanged(previous, { ...previous, annotations, templateRestartedAt: fields.templateRestartedAt, resourceVersion: String(++version) });
+      view.workloadChanged(previous, appliedOwnFields(previous, fields, String(++version)));
     },
     async patchRestartAt(_target, restartAt) {
       restartAts.push(restartAt);

@@ -9,7 +9,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { pino } from 'pino';
-import { BOOKKEEPING } from '../../controller/bookkeeping.ts';
 import { ClusterView, workloadKey } from '../../controller/cache/cluster-view.ts';
 import { FakeClock } from '../../controller/clock.ts';
 import { eventMessage, type EventReason, type EventRecorder } from '../../controller/events.ts';
@@ -18,6 +17,7 @@ import { createMetrics } from '../../controller/metrics.ts';
 import type { PodSummary, WorkloadSummary } from '../../controller/model.ts';
 import { Reconciler } from '../../controller/reconciler.ts';
 import { config, workload } from './support/summaries.ts';
+import { appliedOwnFields } from './support/apply.ts';
 
 const START = Date.parse('2026-01-01T00:00:00Z');
 const DEADLINE_MS = 10 * 60_000;
@@ -41,9 +41,7 @@ function harness() {
     async applyOwnFields(target, fields) {
       const previous = view.workload(workloadKey(target.kind, target.namespace, target.name));
       if (previous === undefined) return;
-      const annotations: Record<string, string> = { ...previous.annotations, [BOOKKEEPING.restartedFor]: fields.restartedFor };
-      if (fields.restartAt !== undefined) annotations[BOOKKEEPING.restartAt] = fields.restartAt;
-      view.workloadChanged(previous, { ...previous, annotations, resourceVersion: `${Number(previous.resourceVersion) + 1}` });
+      view.workloadChanged(previous, appliedOwnFields(previous, fields, `${Number(previous.resourceVersion) + 1}`));
     },
     async patchRestartAt() {},
     async evict(pod) {

@@ -18,6 +18,7 @@ import type { Writes } from '../../controller/kube/writes.ts';
 import type { PodSummary, WorkloadSummary } from '../../controller/model.ts';
 import { Reconciler } from '../../controller/reconciler.ts';
 import { config, workload } from './support/summaries.ts';
+import { appliedOwnFields } from './support/apply.ts';
 
 // Wednesday 2026-12-02, 22:30 UTC: inside a deny window 22:00–06:00 UTC.
 const START = Date.parse('2026-12-02T22:30:00Z');
@@ -43,9 +44,7 @@ function harness(projectWindows: unknown[]) {
   const writes: Writes = {
     async applyOwnFields(target, fields) {
       const previous = view.workload(workloadKey(target.kind, target.namespace, target.name)) as WorkloadSummary;
-      const annotations: Record<string, string> = { ...previous.annotations, [BOOKKEEPING.restartedFor]: fields.restartedFor };
-      if (fields.restartAt !== undefined) annotations[BOOKKEEPING.restartAt] = fields.restartAt;
-      view.workloadChanged(previous, { ...previous, annotations, templateRestartedAt: fields.templateRestartedAt, resourceVersion: String(++version) });
+      view.workloadChanged(previous, appliedOwnFields(previous, fields, String(++version)));
     },
     async patchRestartAt() {},
     async evict(pod) {
