@@ -17,7 +17,8 @@ import { auditTime, describeAudit } from '../cluster/audit.ts';
 import { useCluster } from '../cluster/testing.ts';
 import { waitFor } from '../support/wait.ts';
 import { rotateSecret } from '../controller/support/fixtures.ts';
-import { trackPods } from './support/pod-tracker.ts';
+import type { Cluster } from '../cluster/harness.ts';
+import { trackPods, type PodTracker } from './support/pod-tracker.ts';
 import { leaseHolder, startReplicas, stopAll, waitForLeader, type Replica } from './support/replicas.ts';
 import { assertReplacedExactlyOnce, createSecret, deployApps, elapsed, waitForMidRestart, waitForRecords, waitForReplaced, waitForSettled } from './support/scene.ts';
 
@@ -33,17 +34,33 @@ function other(replicas: readonly Replica[], one: Replica): Replica {
   return replicas.find((replica) => replica !== one) as Replica;
 }
 
+/**
+ * Every test's scene: a 4-pod Deployment using Secret db, its pods tracked, two replicas started with a
+ * leader elected and the Deployment's record written. On a failure here everything started is stopped.
+ */
+async function startScene(cluster: Cluster, namespace: string): Promise<{ tracker: PodTracker; replicas: Replica[]; leader: Replica }> {
+  const tracker = trackPods(cluster.admin, namespace);
+  let replicas: Replica[] = [];
+  try {
+    await createSecret(cluster, namespace, 'db');
+    await deployApps(cluster, namespace, ['app'], { secret: 'db', replicas: REPLICAS });
+    await tracker.ready();
+    replicas = await startReplicas(cluster, namespace, { args: ARGS });
+    const leader = await waitForLeader(cluster, namespace, replicas);
+    await waitForRecords(cluster, namespace, ['app']);
+    return { tracker, replicas, leader };
+  } catch (error) {
+    await stopAll(replicas);
+    tracker.stop();
+    throw error;
+  }
+}
+
 fixture.test('the leader frozen mid-restart for longer than the lease, then resumed: no write by it after the standby took the Lease; the standby completes; every pod replaced once', async ({ cluster, namespace }) => {
   const startedAt = Date.now();
-  const tracker = trackPods(cluster.admin, namespace);
-  await createSecret(cluster, namespace, 'db');
-  await deployApps(cluster, namespace, ['app'], { secret: 'db', replicas: REPLICAS });
-  await tracker.ready();
-  const replicas = await startReplicas(cluster, namespace, { args: ARGS });
+  const { tracker, replicas, leader } = await startScene(cluster, namespace);
   try {
-    const leader = await waitForLeader(cluster, namespace, replicas);
     const standby = other(replicas, leader);
-    await waitForRecords(cluster, namespace, ['app']);
     const old = tracker.live('app');
     tracker.measure('app', REPLICAS, 1);
     const rotatedAt = Date.now();
@@ -83,15 +100,9 @@ fixture.test('the leader frozen mid-restart for longer than the lease, then resu
 
 fixture.test('the leader SIGKILLed mid-restart: the standby completes it; every pod replaced once, none missed', async ({ cluster, namespace }) => {
   const startedAt = Date.now();
-  const tracker = trackPods(cluster.admin, namespace);
-  await createSecret(cluster, namespace, 'db');
-  await deployApps(cluster, namespace, ['app'], { secret: 'db', replicas: REPLICAS });
-  await tracker.ready();
-  const replicas = await startReplicas(cluster, namespace, { args: ARGS });
+  const { tracker, replicas, leader } = await startScene(cluster, namespace);
   try {
-    const leader = await waitForLeader(cluster, namespace, replicas);
     const standby = other(replicas, leader);
-    await waitForRecords(cluster, namespace, ['app']);
     const old = tracker.live('app');
     tracker.measure('app', REPLICAS, 1);
     const rotatedAt = Date.now();
@@ -113,14 +124,8 @@ fixture.test('the leader SIGKILLed mid-restart: the standby completes it; every 
 
 fixture.test('the API server restarted mid-restart: the restart completes; every pod replaced once, none missed', async ({ cluster, namespace }) => {
   const startedAt = Date.now();
-  const tracker = trackPods(cluster.admin, namespace);
-  await createSecret(cluster, namespace, 'db');
-  await deployApps(cluster, namespace, ['app'], { secret: 'db', replicas: REPLICAS });
-  await tracker.ready();
-  const replicas = await startReplicas(cluster, namespace, { args: ARGS });
+  const { tracker, replicas } = await startScene(cluster, namespace);
   try {
-    await waitForLeader(cluster, namespace, replicas);
-    await waitForRecords(cluster, namespace, ['app']);
     const old = tracker.live('app');
     tracker.measure('app', REPLICAS, 1);
     const rotatedAt = Date.now();
@@ -142,14 +147,8 @@ fixture.test('the API server restarted mid-restart: the restart completes; every
 
 fixture.test('both replicas stopped mid-restart, the Secret rotated again, both started: every pod replaced once, none missed', async ({ cluster, namespace }) => {
   const startedAt = Date.now();
-  const tracker = trackPods(cluster.admin, namespace);
-  await createSecret(cluster, namespace, 'db');
-  await deployApps(cluster, namespace, ['app'], { secret: 'db', replicas: REPLICAS });
-  await tracker.ready();
-  const replicas = await startReplicas(cluster, namespace, { args: ARGS });
+  const { tracker, replicas } = await startScene(cluster, namespace);
   try {
-    await waitForLeader(cluster, namespace, replicas);
-    await waitForRecords(cluster, namespace, ['app']);
     const first = tracker.live('app');
     await rotateSecret(cluster.admin, namespace, 'db', 'v2');
     const replacedAtFault = await waitForMidRestart(tracker, first);
