@@ -17,7 +17,7 @@ import { formatOutOfBandFile } from '../../core/index.ts';
 import { parseWriteBackRecord, WRITE_BACK_ANNOTATION } from '../../controller/writeback/record.ts';
 import { startControllerProcess } from '../controller/support/process.ts';
 import { eventsFor, read, waitForEvent } from '../controller/support/fixtures.ts';
-import { commitExample, hashOf, pluginApplicationSpec } from './plugin-support.ts';
+import { commitExample, followCanary, hashOf, pluginApplicationSpec } from './plugin-support.ts';
 
 const fixture = useArgoCD({ rolloutsController: true });
 
@@ -116,26 +116,7 @@ fixture.test('a canary Rollout with the git strategy: the commit takes it throug
     await argocd.waitForApplication(name, `compared at ${sha}`, (st) => st.sync?.revision === sha);
     await argocd.sync(name, { revision: sha });
 
-    const seen: string[] = [];
-    const note = (s: Record<string, unknown>): void => {
-      const text = JSON.stringify([s['phase'], s['currentStepIndex'], s['stableRS'], s['currentPodHash']]);
-      if (seen.at(-1) !== text) seen.push(text);
-    };
-    const paused = await waitFor('the Rollout at its pause step with a canary beside the stable ReplicaSet', async () => {
-      const s = await status();
-      note(s);
-      return s['currentStepIndex'] === 1 && s['stableRS'] === stable && typeof s['currentPodHash'] === 'string' && s['currentPodHash'] !== stable ? s : undefined;
-    }, { timeoutMs: 90_000, intervalMs: 200 }).catch((error: unknown) => {
-      throw new Error(`states seen: ${seen.join(' ')}`, { cause: error });
-    });
-    const canary = String(paused['currentPodHash']);
-    await waitFor('the Rollout promoted: the canary is the stable ReplicaSet', async () => {
-      const s = await status();
-      note(s);
-      return s['phase'] === 'Healthy' && s['stableRS'] === canary ? s : undefined;
-    }, { timeoutMs: 120_000, intervalMs: 200 }).catch((error: unknown) => {
-      throw new Error(`states seen: ${seen.join(' ')}`, { cause: error });
-    });
+    await followCanary(status, stable);
     await waitForEvent(api, namespace, 'worker', 'RestartFinished', 120_000);
     const rollout = await read(api, rolloutPath);
     assert.equal(rollout.spec?.['restartAt'], undefined, 'the controller wrote no spec.restartAt');

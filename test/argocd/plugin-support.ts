@@ -10,6 +10,7 @@ import type { ApiClient, KubeList, KubeObject } from '../cluster/api.ts';
 import type { ArgoCD } from '../cluster/argocd.ts';
 import { runCommand } from '../cluster/exec.ts';
 import { filesOf, type GitRepo } from '../cluster/git-repo.ts';
+import { waitFor } from '../support/wait.ts';
 import { ensureTools } from '../tools.ts';
 
 const repoRoot = join(import.meta.dirname, '..', '..');
@@ -128,4 +129,34 @@ export function objectPath(object: KubeObject, namespace: string): string {
 export async function replicaSets(client: ApiClient, namespace: string): Promise<string[]> {
   const list = await client.request<KubeList>('GET', `/apis/apps/v1/namespaces/${namespace}/replicasets`);
   return list.items.map((item) => item.metadata?.name ?? '').sort();
+}
+
+/**
+ * Follows a canary Rollout (one pause step) after a sync that changed its template: waits until it stands
+ * at its pause step with a canary ReplicaSet beside `stable`, then until it is promoted and Healthy with the
+ * canary as the stable ReplicaSet. `status` reads the Rollout's status. Returns the canary's pod hash and the
+ * states seen, each once in a row (a timeout names them).
+ */
+export async function followCanary(status: () => Promise<Record<string, unknown>>, stable: string): Promise<{ canary: string; seen: readonly string[] }> {
+  const seen: string[] = [];
+  const note = (s: Record<string, unknown>): void => {
+    const text = JSON.stringify([s['phase'], s['currentStepIndex'], s['stableRS'], s['currentPodHash']]);
+    if (seen.at(-1) !== text) seen.push(text);
+  };
+  const paused = await waitFor('the Rollout at its pause step with a canary beside the stable ReplicaSet', async () => {
+    const s = await status();
+    note(s);
+    return s['currentStepIndex'] === 1 && s['stableRS'] === stable && typeof s['currentPodHash'] === 'string' && s['currentPodHash'] !== stable ? s : undefined;
+  }, { timeoutMs: 90_000, intervalMs: 200 }).catch((error: unknown) => {
+    throw new Error(`states seen: ${seen.join(' ')}`, { cause: error });
+  });
+  const canary = String(paused['currentPodHash']);
+  await waitFor('the Rollout promoted: the canary is the stable ReplicaSet', async () => {
+    const s = await status();
+    note(s);
+    return s['phase'] === 'Healthy' && s['stableRS'] === canary ? s : undefined;
+  }, { timeoutMs: 120_000, intervalMs: 200 }).catch((error: unknown) => {
+    throw new Error(`states seen: ${seen.join(' ')}`, { cause: error });
+  });
+  return { canary, seen };
 }

@@ -17,7 +17,7 @@ import { formatOutOfBandFile } from '../../core/index.ts';
 import { systemClock } from '../../controller/clock.ts';
 import { createWriteBack, WRITE_BACK_DEFAULTS } from '../../controller/writeback/engine.ts';
 import type { ApplicationLike } from '../../controller/writeback/source.ts';
-import { commitExample, hashOf, pluginApplicationSpec, renderLocally, workloadsOf } from './plugin-support.ts';
+import { commitExample, followCanary, hashOf, pluginApplicationSpec, renderLocally, workloadsOf } from './plugin-support.ts';
 
 const fixture = useArgoCD({ rolloutsController: true });
 
@@ -114,26 +114,7 @@ fixture.test('through a Rollout: the engine\'s commit takes it through its canar
   assert.equal(applicationStatus(compared).sync?.status, 'OutOfSync');
   await argocd.sync(name, { revision: sha });
 
-  const seen: string[] = [];
-  const note = (s: Record<string, unknown>): void => {
-    const text = JSON.stringify([s['phase'], s['currentStepIndex'], s['stableRS'], s['currentPodHash']]);
-    if (seen.at(-1) !== text) seen.push(text);
-  };
-  const paused = await waitFor('the Rollout at its pause step with a canary beside the stable ReplicaSet', async () => {
-    const s = await status();
-    note(s);
-    return s['currentStepIndex'] === 1 && s['stableRS'] === stable && typeof s['currentPodHash'] === 'string' && s['currentPodHash'] !== stable ? s : undefined;
-  }, { timeoutMs: 90_000, intervalMs: 200 }).catch((error: unknown) => {
-    throw new Error(`states seen: ${seen.join(' ')}`, { cause: error });
-  });
-  const canary = String(paused['currentPodHash']);
-  await waitFor('the Rollout promoted: the canary is the stable ReplicaSet', async () => {
-    const s = await status();
-    note(s);
-    return s['phase'] === 'Healthy' && s['stableRS'] === canary ? s : undefined;
-  }, { timeoutMs: 120_000, intervalMs: 200 }).catch((error: unknown) => {
-    throw new Error(`states seen: ${seen.join(' ')}`, { cause: error });
-  });
+  const { seen } = await followCanary(status, stable);
   assert.ok(seen.some((text) => text.startsWith('["Paused",1,')), `the Rollout reported Paused at its pause step: ${seen.join(' ')}`);
   const rollout = await cluster.admin.request('GET', rolloutPath);
   assert.equal(rollout.spec?.['restartAt'], undefined, 'nothing restarted it in the cluster');
