@@ -18,7 +18,11 @@ export class WaitTimeoutError extends Error {
 export interface WaitOptions {
   readonly timeoutMs?: number;
   readonly intervalMs?: number;
-  /** Called before every attempt; throw from it to stop waiting early (e.g. a process died). */
+  /**
+   * Called after every attempt that found the condition false; throw from it to
+   * stop waiting early (e.g. a process died). After, not before: a process that
+   * printed the awaited line and then exited has met the condition.
+   */
   readonly abortIf?: () => void;
 }
 
@@ -40,13 +44,13 @@ export async function waitFor<T>(
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
   for (;;) {
-    options.abortIf?.();
     try {
       const result = await check();
       if (result !== undefined && result !== false) return result;
     } catch (error) {
       lastError = error;
     }
+    options.abortIf?.();
     if (Date.now() > deadline) {
       throw new WaitTimeoutError(description, timeoutMs, lastError === undefined ? undefined : { cause: lastError });
     }

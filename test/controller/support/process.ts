@@ -73,7 +73,9 @@ export async function startControllerProcess(cluster: Cluster, options: Controll
   const lines: LogLine[] = [];
   let stderr = '';
   let exitCode: number | null | undefined;
-  const exited = once(child, 'exit').then(([code]) => {
+  // 'close', not 'exit': 'exit' can come before the last lines of stdout are read,
+  // and a wait that gives up on exit must have seen everything the process said.
+  const exited = once(child, 'close').then(([code]) => {
     exitCode = code as number | null;
     return exitCode;
   });
