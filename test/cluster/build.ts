@@ -178,8 +178,9 @@ async function removeAbandonedStagingDirs(): Promise<void> {
   for (const name of entries) {
     if (!/^\..+-building-/.test(name)) continue;
     const dir = join(clusterCacheDir(), name);
-    const { mtimeMs } = await stat(dir);
-    if (Date.now() - mtimeMs > abandonedAfterMs) await rm(dir, { recursive: true, force: true });
+    // Gone since the listing: another build (npm test sets up two lanes at once) just published it.
+    const info = await stat(dir).catch(() => undefined);
+    if (info !== undefined && Date.now() - info.mtimeMs > abandonedAfterMs) await rm(dir, { recursive: true, force: true });
   }
 }
 
