@@ -124,6 +124,8 @@ export interface ControllerConfig {
   readonly watchSilenceTimeout: DurationSetting;
   /** A restart blocked (PodDisruptionBudget, 429) longer than this gets a Warning Event. */
   readonly evictionBlockedWarning: DurationSetting;
+  /** A repeated Event's rising count is written at most this often. */
+  readonly eventSeriesInterval: DurationSetting;
   /** How often restarts in progress are rechecked. */
   readonly restartCheckInterval: DurationSetting;
   /** A warning when this clock seems further than this from the API server's. */
@@ -272,6 +274,14 @@ export interface ControllerFlagSpec {
 /** The most a timer can wait in Node (2^31 - 1 ms); longer durations are capped well below it. */
 const MAX_DURATION_MS = 24 * 3_600_000;
 const MAX_DURATION_TEXT = '24h';
+
+/** A range bound as a user writes it: `0`, `24h`, `10m`, `1s`, else milliseconds. */
+function durationBound(ms: number): string {
+  if (ms === 0) return '0';
+  if (ms === MAX_DURATION_MS) return MAX_DURATION_TEXT;
+  for (const [unit, size] of [['h', 3_600_000], ['m', 60_000], ['s', 1000]] as const) if (ms % size === 0) return `${ms / size}${unit}`;
+  return `${ms}ms`;
+}
 
 /** Argo CD's tracking methods, in its documentation's order. */
 export const TRACKING_METHODS = Object.freeze(['annotation', 'label', 'annotation+label'] as const);
@@ -475,6 +485,14 @@ export const CONTROLLER_FLAGS: readonly ControllerFlagSpec[] = Object.freeze([
     range: positiveDuration,
     default: '5m',
     description: 'A restart blocked by a PodDisruptionBudget (429) for longer than this gets a Warning Event.',
+  }),
+  flag({
+    name: 'event-series-interval',
+    type: 'duration',
+    range: { min: 1000, max: 10 * 60_000 },
+    default: '1m',
+    description:
+      'A repeated Event (same object, reason and message) is counted on the first one, not written again; its rising count is written at most this often (client-go\'s event series uses a minute).',
   }),
   flag({
     name: 'restart-progress-deadline',
@@ -739,6 +757,7 @@ export function parseControllerConfig(argv: readonly string[], env: Env): Contro
     kubeRequestTimeout: read('kube-request-timeout', asDuration),
     watchSilenceTimeout: read('watch-silence-timeout', asDuration),
     evictionBlockedWarning: read('eviction-blocked-warning', asDuration),
+    eventSeriesInterval: read('event-series-interval', asDuration),
     restartCheckInterval: read('restart-check-interval', asDuration),
     restartProgressDeadline: read('restart-progress-deadline', asDuration),
     maxClockSkew: read('max-clock-skew', asDuration),
@@ -1098,7 +1117,7 @@ function allowedText(spec: ControllerFlagSpec): string {
     case 'enum':
       return joinAlternatives(spec.values ?? []);
     case 'duration':
-      return `a Go duration such as 5s, 2m or 1m30s, ${rangeText(spec.range, (ms) => (ms === MAX_DURATION_MS ? MAX_DURATION_TEXT : ms === 0 ? '0' : `${ms}ms`))}`;
+      return `a Go duration such as 5s, 2m or 1m30s, ${rangeText(spec.range, durationBound)}`;
     case 'integer':
       return `an integer ${rangeText(spec.range, String)}`;
     case 'number':

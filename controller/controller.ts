@@ -123,7 +123,7 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
   const namespaceLabels = new Map<string, Readonly<Record<string, string>>>();
   const inScope = createScope({ ignore: config.ignoreNamespaces, selector: config.namespaceSelector }, (ns) => namespaceLabels.get(ns));
   const tracking: TrackingOptions = { method: config.argocdTrackingMethod, label: config.argocdTrackingLabel };
-  const recorder = createEventRecorder({ client, log, now: () => clock.now(), instance: deps.identity || hostname(), repeatMs: 10 * 60_000 });
+  const recorder = createEventRecorder({ client, log, now: () => clock.now(), instance: deps.identity || hostname(), repeatMs: 10 * 60_000, seriesUpdateMs: config.eventSeriesInterval.ms });
   // Restart Events also go to the webhook, when one is configured; the reconciler only sees a recorder.
   const notifications = setUpNotifications(recorder, config, { clock, log, urlFromFile: deps.notifyWebhookUrl });
   const events = notifications.events;

@@ -62,6 +62,7 @@ describe('parseControllerConfig: defaults', () => {
       kubeRequestTimeout: { ms: 30_000, text: '30s' },
       watchSilenceTimeout: { ms: 300_000, text: '5m' },
       evictionBlockedWarning: { ms: 300_000, text: '5m' },
+      eventSeriesInterval: { ms: 60_000, text: '1m' },
       restartCheckInterval: { ms: 5000, text: '5s' },
       restartProgressDeadline: { ms: 600_000, text: '10m' },
       maxClockSkew: { ms: 2000, text: '2s' },
@@ -202,6 +203,7 @@ describe('parseControllerConfig: sources and precedence', () => {
       '--argocd-tracking-label', 'argocd.argoproj.io/instance',
       '--watch-silence-timeout', '90s',
       '--eviction-blocked-warning', '1h',
+      '--event-series-interval', '10s',
       '--restart-check-interval', '500ms',
       '--resync-period', '24h',
     ]);
@@ -217,6 +219,7 @@ describe('parseControllerConfig: sources and precedence', () => {
     assert.equal(config.argocdTrackingLabel, 'argocd.argoproj.io/instance');
     assert.equal(config.watchSilenceTimeout.ms, 90_000);
     assert.equal(config.evictionBlockedWarning.ms, 3_600_000);
+    assert.equal(config.eventSeriesInterval.ms, 10_000);
     assert.equal(config.restartCheckInterval.ms, 500);
     assert.equal(config.resyncPeriod.ms, 86_400_000);
   });
@@ -292,6 +295,7 @@ describe('parseControllerConfig: errors name the flag or variable, the problem a
     rejects([], { DRIFTLESS_WATCH_SILENCE_TIMEOUT: '0s' }, 'DRIFTLESS_WATCH_SILENCE_TIMEOUT', 'greater than 0');
     rejects(['--eviction-blocked-warning', '5 m'], {}, '--eviction-blocked-warning');
     rejects(['--restart-check-interval', '1d'], {}, '--restart-check-interval');
+    rejects(['--event-series-interval', '500ms'], {}, '--event-series-interval', 'from 1s to 10m');
   });
 
   it('reads the Argo CD sync wait: a namespace, and a duration where 0 turns the wait (and the Applications watch) off', () => {

@@ -3,8 +3,9 @@
  * AppProject and Application CRDs (without Argo CD: the objects are written as Argo CD's users write
  * them), kwok pods. A deny window active over a rotation → no restart and one Event saying until when; a
  * second rotation inside the window → still nothing, still one Event; the window ends (real time: its
- * cron fired this minute and it lasts a couple of minutes) → one restart. A workload of a project without
- * windows is restarted at once meanwhile.
+ * cron fired this minute, and its duration, in seconds as Argo CD's Go durations allow, ends it about a
+ * minute and a half from now) → one restart. A workload of a project without windows is restarted at
+ * once meanwhile.
  */
 import assert from 'node:assert/strict';
 import { installArgoCdCrds } from '../cluster/argocd.ts';
@@ -40,11 +41,12 @@ fixture.test('a deny window over two rotations: no restart and one Event; when i
     }));
     await waitForDeploymentRollout(api, namespace, app);
   }
-  // A deny window that fired at the start of this UTC minute and ends two and a half to three and a half minutes from now (the controller lists it at its start).
+  // A deny window that fired at the start of this UTC minute and ends 90 to 91 seconds from now (the
+  // controller lists it at its start): room for the steps below on a loaded machine, and no more.
   const now = new Date();
   const fired = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate(), now.getUTCHours(), now.getUTCMinutes());
-  const minutes = Math.ceil((now.getTime() + 150_000 - fired) / 60_000);
-  const windowEnd = fired + minutes * 60_000;
+  const seconds = Math.ceil((now.getTime() + 90_000 - fired) / 1000);
+  const windowEnd = fired + seconds * 1000;
   await create(api, projects, {
     apiVersion: 'argoproj.io/v1alpha1',
     kind: 'AppProject',
@@ -52,7 +54,7 @@ fixture.test('a deny window over two rotations: no restart and one Event; when i
     spec: {
       sourceRepos: ['*'],
       destinations: [{ server: '*', namespace: '*' }],
-      syncWindows: [{ kind: 'deny', schedule: `${now.getUTCMinutes()} ${now.getUTCHours()} * * *`, duration: `${minutes}m`, applications: ['shop'] }],
+      syncWindows: [{ kind: 'deny', schedule: `${now.getUTCMinutes()} ${now.getUTCHours()} * * *`, duration: `${seconds}s`, applications: ['shop'] }],
     },
   });
   const controller = await startControllerProcess(cluster, { args: [`--namespaces=${namespace}`, `--argocd-namespace=${argocd}`, '--min-restart-interval=0'] });
@@ -68,7 +70,7 @@ fixture.test('a deny window over two rotations: no restart and one Event; when i
     const held = await waitForEvent(api, namespace, 'shop', 'RestartWaitingForSyncWindow', 60_000);
     assert.ok(Date.now() < windowEnd, 'the rotation happened inside the window');
     const firstT = Date.parse((await read(api, `${COLLECTIONS.Deployment(namespace)}/shop`)).metadata?.annotations?.['driftless.dev/restart-at'] ?? '');
-    assert.match(String(held['message']), new RegExp(`^deny window spec\\.syncWindows\\[0\\] \\(schedule "[0-9]+ [0-9]+ \\* \\* \\*", duration ${minutes}m\\) of AppProject prod is active: the restart waits until ${new Date(windowEnd).toISOString().replace(/\.000Z$/, 'Z')} \\(the restart at .*; changes meanwhile join it\\)$`));
+    assert.match(String(held['message']), new RegExp(`^deny window spec\\.syncWindows\\[0\\] \\(schedule "[0-9]+ [0-9]+ \\* \\* \\*", duration ${seconds}s\\) of AppProject prod is active: the restart waits until ${new Date(windowEnd).toISOString().replace(/\.000Z$/, 'Z')} \\(the restart at .*; changes meanwhile join it\\)$`));
     // blog's project has no window: its restart goes on at once.
     await waitFor('blog restarted', async () => {
       const pods = await waitForReadyPods(api, namespace, 'blog', 1);

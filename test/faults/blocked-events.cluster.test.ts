@@ -4,8 +4,9 @@
  * times the controller retries, the workload gets one RestartBlocked Event
  * (repeats fold into it, its count rising). Judged after many refusals,
  * counted in the audit log, and once the Event's count has risen (the
- * recorder writes a series' count at most once a minute, as client-go does),
- * rather than after a stretch of time.
+ * recorder writes a series' count at most once per --event-series-interval,
+ * a minute by default as in client-go, 5 s here), rather than after a stretch
+ * of time.
  */
 import assert from 'node:assert/strict';
 import type { KubeObject } from '../cluster/api.ts';
@@ -29,7 +30,7 @@ fixture.test('a PodDisruptionBudget blocking a restart through many retries give
     metadata: { name: 'app' },
     spec: { minAvailable: 2, selector: { matchLabels: { app: 'app' } } },
   });
-  const replicas = await startReplicas(cluster, namespace, { count: 1, args: ['--min-restart-interval=0', '--eviction-blocked-warning=1s', '--restart-check-interval=500ms'] });
+  const replicas = await startReplicas(cluster, namespace, { count: 1, args: ['--min-restart-interval=0', '--eviction-blocked-warning=1s', '--restart-check-interval=500ms', '--event-series-interval=5s'] });
   try {
     const controller = replicas[0] as (typeof replicas)[number];
     await controller.process.ready();
