@@ -13,6 +13,7 @@ import { Document, isMap, isScalar, isSeq, parseAllDocuments } from 'yaml';
 import type { Node, Pair, YAMLMap } from 'yaml';
 import type { PluginConfig } from '../config.ts';
 import { InvalidInputError, UsageError } from '../errors.ts';
+import { PARSE_OPTIONS } from '../yaml/documents.ts';
 import type { CommandResult } from './generate.ts';
 
 /** The plugin name Applications select (manifests/plugin/plugin.yaml: metadata.name + "-" + spec.version). */
@@ -58,7 +59,8 @@ async function readStdin(stdin: AsyncIterable<Buffer | string>): Promise<string>
  * that cannot be carried over, or when no source needs migrating.
  */
 export function migrateApplications(text: string, label = '<input>'): Migration {
-  const documents = parseAllDocuments(text, { prettyErrors: false, keepSourceTokens: false });
+  // Read as Argo CD reads the Application (YAML 1.1 the Go way): `skipCrds: yes` is true there, and so here.
+  const documents = parseAllDocuments(text, PARSE_OPTIONS);
   if (!Array.isArray(documents)) throw new InvalidInputError({ file: label }, 'no YAML documents');
   const notes: string[] = [];
   const refusals: string[] = [];

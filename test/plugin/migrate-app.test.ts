@@ -48,6 +48,33 @@ describe('migrate-app', () => {
     assert.equal(config.helm.skipTests, false);
   });
 
+  it('reads the Application as Argo CD (Go, YAML 1.1) does: yes/on are true, e5 and 0o17 are what Go makes of them', () => {
+    const application = [
+      'apiVersion: argoproj.io/v1alpha1',
+      'kind: Application',
+      'metadata: {name: shop}',
+      'spec:',
+      '  source:',
+      '    repoURL: https://git.example.com/shop.git',
+      '    path: chart',
+      '    helm:',
+      '      skipCrds: yes',
+      '      skipTests: off',
+      '      ignoreMissingValueFiles: on',
+      '      parameters:',
+      '        - {name: a, value: e5}',
+      '        - {name: b, value: 0o17}',
+      '',
+    ].join('\n');
+    const migrated = parse(migrateApplications(application).text) as Json;
+    const config = configFromParameters(migrated['spec'].source.plugin.parameters);
+    assert.equal(config.helm.skipCrds, true);
+    assert.equal(config.helm.skipTests, false);
+    assert.equal(config.helm.ignoreMissingValueFiles, true);
+    // go-yaml v2: `e5` is a string, `0o17` the int 15 (YAML 1.2 would read both differently).
+    assert.deepEqual(config.helm.set, ['a=e5', 'b=15']);
+  });
+
   it('carries every kustomize field of each of spec.sources over, and leaves a ref source alone', async () => {
     const migrated = parse(migrateApplications(await fixture('multi.yaml')).text) as Json;
     const [values, app] = migrated['spec'].sources as Json[];
