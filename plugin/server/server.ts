@@ -13,6 +13,7 @@ import { createServer } from 'node:net';
 import type { Server, Socket } from 'node:net';
 import { dirname, isAbsolute } from 'node:path';
 import { Readable } from 'node:stream';
+import { parseArgv, type FlagRow } from '../../cli/flags.ts';
 import { UsageError } from '../errors.ts';
 import { invoke } from '../invoke.ts';
 import type { InvocationIo } from '../invoke.ts';
@@ -64,26 +65,26 @@ export function serveUsageText(): string {
   ].join('\n');
 }
 
+/** The flags of `driftless serve`, read by the argv reader every command shares (cli/flags.ts). */
+const SERVE_FLAGS: readonly FlagRow[] = Object.freeze([{ name: 'socket' }, { name: 'max-renders' }]);
+
 /** Parses `driftless serve [--socket PATH] [--max-renders N]` (socket else DRIFTLESS_RENDER_SOCKET). Throws UsageError. */
 export function parseServeConfig(argv: readonly string[], env: Readonly<Record<string, string | undefined>>): ServeConfig {
-  let socketPath: string | undefined;
-  let maxRendersText: string | undefined;
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i] as string;
-    const [flag, inline] = arg.startsWith('--') && arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
-    if (flag !== '--socket' && flag !== '--max-renders') {
-      throw new UsageError(`serve: unknown argument ${JSON.stringify(arg)}: expected --socket PATH or --max-renders N (see driftless serve --help)`);
-    }
-    const value = inline ?? argv[++i];
-    if (value === undefined) throw new UsageError(`serve: ${flag} needs a ${flag === '--socket' ? 'path' : 'number'}`);
-    if (flag === '--socket') socketPath = value;
-    else maxRendersText = value;
-  }
-  const maxRenders = maxRendersText === undefined ? DEFAULT_MAX_RENDERS : Number(maxRendersText);
-  if (!/^[1-9][0-9]{0,3}$/.test(maxRendersText ?? '1')) {
+  const { values } = parseArgv(argv, {
+    flags: SERVE_FLAGS,
+    helpCommand: 'driftless serve',
+    expects: (row) => (row.name === 'socket' ? 'an absolute path' : 'a whole number from 1 to 9999'),
+    refuseEmpty: true,
+    onPositional: (arg) => {
+      throw new UsageError(`serve: unexpected argument ${JSON.stringify(arg)}: serve takes only --socket PATH and --max-renders N (see driftless serve --help)`);
+    },
+  });
+  const maxRendersText = values.get('max-renders')?.[0];
+  if (maxRendersText !== undefined && !/^[1-9][0-9]{0,3}$/.test(maxRendersText)) {
     throw new UsageError(`serve: --max-renders ${JSON.stringify(maxRendersText)} is not a whole number from 1 to 9999`);
   }
-  socketPath ??= env[SOCKET_VARIABLE];
+  const maxRenders = maxRendersText === undefined ? DEFAULT_MAX_RENDERS : Number(maxRendersText);
+  const socketPath = values.get('socket')?.[0] ?? env[SOCKET_VARIABLE];
   if (socketPath === undefined || socketPath === '') throw new UsageError(`serve: no socket: pass --socket PATH or set ${SOCKET_VARIABLE}`);
   if (!isAbsolute(socketPath)) throw new UsageError(`serve: the socket path ${JSON.stringify(socketPath)} is not absolute`);
   if (Buffer.byteLength(socketPath) > MAX_SOCKET_PATH_BYTES) {

@@ -351,13 +351,17 @@ describe('driftless serve', () => {
     assert.deepEqual(parseServeConfig(['--max-renders', '2'], { DRIFTLESS_RENDER_SOCKET: '/run/b.sock' }), { socketPath: '/run/b.sock', maxRenders: 2 });
     for (const [argv, env, message] of [
       [[], {}, /no socket: pass --socket PATH or set DRIFTLESS_RENDER_SOCKET/],
-      [['--socket'], {}, /--socket needs a path/],
+      [['--socket'], {}, /--socket needs a value: an absolute path/],
+      [['--socket', '--max-renders', '2'], {}, /--socket needs a value/],
+      [['--socket='], {}, /--socket needs a value/],
+      [['--socket', '/run/a.sock', '--socket', '/run/b.sock'], {}, /--socket given twice/],
+      [['--socket', '/run/a.sock', 'extra'], {}, /unexpected argument "extra"/],
       [['--socket', 'relative.sock'], {}, /is not absolute/],
       [['--socket', `/${'x'.repeat(120)}`], {}, /over the 107 bytes/],
-      [['--port', '8080'], {}, /unknown argument "--port"/],
+      [['--port', '8080'], {}, /unknown flag --port \(see driftless serve --help\)/],
       [['--socket', '/run/a.sock', '--max-renders', '0'], {}, /--max-renders "0" is not a whole number from 1 to 9999/],
       [['--socket', '/run/a.sock', '--max-renders=two'], {}, /--max-renders "two" is not a whole number/],
-      [['--socket', '/run/a.sock', '--max-renders'], {}, /--max-renders needs a number/],
+      [['--socket', '/run/a.sock', '--max-renders'], {}, /--max-renders needs a value: a whole number from 1 to 9999/],
     ] as const) {
       assert.throws(() => parseServeConfig(argv, env), (error: unknown) => error instanceof UsageError && message.test(error.message));
     }
