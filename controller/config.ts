@@ -191,7 +191,7 @@ export interface ControllerConfig {
   readonly writeBackApplications: readonly string[];
   /** `plugin.name` values that mark the source the plugin renders (where the file is written). */
   readonly writeBackPluginNames: readonly string[];
-  /** A Secret in `argocdNamespace` whose `sshSigningKey` signs write-back commits; `undefined` = unsigned. */
+  /** A Secret in `argocdNamespace` whose `sshSigningKey` or `gpgSigningKey` signs write-back commits; `undefined` = unsigned. */
   readonly writeBackSigningSecret: string | undefined;
   /** How long a write-back may keep failing (from the change) before the fallback. */
   readonly writeBackFallbackAfter: DurationSetting;
@@ -857,7 +857,7 @@ function writeBackFlags(): readonly ControllerFlagSpec[] {
       type: 'object-name',
       default: '',
       defaultText: 'none: commits are not signed',
-      description: 'A Secret in --argocd-namespace whose sshSigningKey (an OpenSSH private key without passphrase) signs write-back commits (gpg.format=ssh). GPG keys are not supported yet.',
+      description: 'A Secret in --argocd-namespace whose sshSigningKey (an OpenSSH private key) or gpgSigningKey (an ASCII-armoured OpenPGP secret key), without passphrase, signs write-back commits.',
     }),
     flag({
       name: 'write-back-fallback-after',

@@ -9,6 +9,7 @@
  * `CredentialsReadError` whose message names the namespace, what was read
  * and the API's status, never a value.
  */
+import type { SigningKey } from './signing.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { KubeApiError } from '../kube/errors.ts';
 import { collectionPath, objectPath, OTHER_RESOURCES } from '../kube/resources.ts';
@@ -17,6 +18,12 @@ import type { WriteBackDeps } from './engine.ts';
 import { CredentialsReadError } from './errors.ts';
 
 /** Argo CD's repository Secret types the selection reads (credentials.ts). */
+/** The Secret fields a signing key may be given in, and what git signs with for each. */
+const SIGNING_KEYS: readonly (readonly [string, SigningKey['format']])[] = Object.freeze([
+  ['sshSigningKey', 'ssh'],
+  ['gpgSigningKey', 'openpgp'],
+]);
+
 const REPOSITORY_SECRET_SELECTOR = `${SECRET_TYPE_LABEL} in (repository,repository-write,repo-creds,repo-write-creds)`;
 
 /** Where and how the credentials are read. */
@@ -25,7 +32,7 @@ export interface ArgoCdSecretsOptions {
   readonly namespace: string;
   /** `--write-back-credentials-secret`: this Secret instead of Argo CD's repository Secrets. */
   readonly credentialsSecret: string | undefined;
-  /** `--write-back-signing-secret`: the Secret whose `sshSigningKey` signs the commits. */
+  /** `--write-back-signing-secret`: the Secret whose `sshSigningKey` or `gpgSigningKey` signs the commits. */
   readonly signingSecret: string | undefined;
   /** The deadline of each request (ms). */
   readonly timeoutMs: number;
@@ -68,14 +75,18 @@ export function argoCdSecrets(client: KubeClient, options: ArgoCdSecretsOptions)
         throw new CredentialsReadError(`reading the ConfigMap ${KNOWN_HOSTS_CONFIGMAP} in namespace ${namespace} failed: ${describe(error)}`, { cause: error });
       }
     },
-    async signingKey(): Promise<string | undefined> {
+    async signingKey(): Promise<SigningKey | undefined> {
       if (options.signingSecret === undefined) return undefined;
       const secret = await named(options.signingSecret, '--write-back-signing-secret');
-      const encoded = secret?.data?.['sshSigningKey'];
-      if (secret === undefined || encoded === undefined || encoded === '') {
-        throw new CredentialsReadError(`the Secret ${options.signingSecret} (--write-back-signing-secret) in namespace ${namespace} ${secret === undefined ? 'does not exist' : 'has no sshSigningKey'}`);
+      const where = `the Secret ${options.signingSecret} (--write-back-signing-secret) in namespace ${namespace}`;
+      if (secret === undefined) throw new CredentialsReadError(`${where} does not exist`);
+      const given = SIGNING_KEYS.filter(([field]) => (secret.data?.[field] ?? '') !== '');
+      const [only] = given;
+      if (only === undefined || given.length > 1) {
+        throw new CredentialsReadError(`${where} ${only === undefined ? 'has neither sshSigningKey nor gpgSigningKey' : 'has both sshSigningKey and gpgSigningKey: give one'}`);
       }
-      return Buffer.from(encoded, 'base64').toString('utf8');
+      const [field, format] = only;
+      return { format, key: Buffer.from(secret.data?.[field] ?? '', 'base64').toString('utf8') };
     },
   };
 }

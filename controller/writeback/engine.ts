@@ -15,6 +15,7 @@
  *   write (on a change of the live config, never because Git differs) is the
  *   restart path's rule (ADR 0014).
  */
+import type { SigningKey } from './signing.ts';
 import { formatOutOfBandFile, OutOfBandFileError, parseOutOfBandFile } from '../../core/index.ts';
 import type { Clock, Timer } from '../clock.ts';
 import { isCredentialsRefusal, normaliseGitUrl, type CredentialsRefusal, type GitCredentials } from './credentials.ts';
@@ -58,8 +59,8 @@ export interface WriteBackDeps {
   credentialsFor(repoURL: string): Promise<GitCredentials | CredentialsRefusal>;
   /** Argo CD's known hosts (`knownHostsOf`), for SSH. */
   knownHosts(): Promise<string | undefined>;
-  /** The OpenSSH private key commits are signed with (`--write-back-signing-secret`); absent or undefined = unsigned. */
-  signingKey?(): Promise<string | undefined>;
+  /** The key commits are signed with (`--write-back-signing-secret`); absent or undefined = unsigned. */
+  signingKey?(): Promise<SigningKey | undefined>;
   /** Told what each batch came to (the controller's metrics); never given a credential or a value. */
   readonly observe?: (observation: WriteBackObservation) => void;
   /** The git operation; replaced only by unit tests of the batching. */

@@ -16,6 +16,7 @@ import { editOutOfBandFile } from './edit.ts';
 import { WriteBackError, gitFailure, redactUrl } from './errors.ts';
 import { GIT_ENV_KEYS, materialiseCredentials } from './materialise.ts';
 import type { ConfigDigest } from './model.ts';
+import { prepareSigning, SigningKeyError, type PreparedSigning, type SigningKey } from './signing.ts';
 
 /** The plugin reads at most this much of the file; so does the writer. */
 const MAX_FILE_BYTES = 1024 * 1024;
@@ -56,8 +57,8 @@ export interface GitRunSettings {
   readonly signal: AbortSignal;
   readonly credentials: GitCredentials;
   readonly knownHosts: string | undefined;
-  /** An OpenSSH private key (no passphrase) to sign commits with (`gpg.format=ssh`); undefined = unsigned. */
-  readonly signingKey: string | undefined;
+  /** The key commits are signed with (OpenSSH or OpenPGP, no passphrase); undefined = unsigned. */
+  readonly signingKey: SigningKey | undefined;
 }
 
 /** The outcome: per path, the configs changed or why that path failed; the commit if one was pushed. */
@@ -74,11 +75,19 @@ export async function runGitJob(job: GitJob, settings: GitRunSettings): Promise<
   const repo = redactUrl(job.repoURL);
   await mkdir(settings.workDir, { recursive: true, mode: 0o700 });
   const top = await mkdtemp(path.join(settings.workDir, 'wb-'));
+  let signing: PreparedSigning | undefined;
   try {
     const auth = await materialiseCredentials(settings.credentials, settings.knownHosts, path.join(top, 'auth')).catch((error: unknown) => {
       throw new WriteBackError('auth', repo, 'credentials', error instanceof Error ? error.message : 'unusable credentials');
     });
-    const secrets = settings.signingKey === undefined ? auth.secrets : [...auth.secrets, settings.signingKey.trim()];
+    const secrets = settings.signingKey === undefined ? auth.secrets : [...auth.secrets, settings.signingKey.key.trim()];
+    if (settings.signingKey !== undefined) {
+      const dir = path.join(top, 'auth');
+      signing = await prepareSigning(settings.signingKey, dir, auth.env, settings.signal).catch((error: unknown) => {
+        throw new WriteBackError('auth', repo, 'signing key', error instanceof SigningKeyError ? error.message : 'unusable signing key');
+      });
+    }
+    const signingEnv = signing?.env ?? {};
     const gitAt = (baseDir: string): SimpleGit =>
       simpleGit({
         baseDir,
@@ -87,7 +96,7 @@ export async function runGitJob(job: GitJob, settings: GitRunSettings): Promise<
         allowEnvironment: [...GIT_ENV_KEYS],
         // Both name files this module wrote a moment ago, never input: see materialise.ts.
         unsafe: { allowUnsafeAskPass: true, allowUnsafeSshCommand: true },
-      }).env({ ...auth.env });
+      }).env({ ...auth.env, ...signingEnv });
     const run = async <T>(step: string, fn: () => Promise<T>): Promise<T> => {
       try {
         return await fn();
@@ -111,16 +120,8 @@ export async function runGitJob(job: GitJob, settings: GitRunSettings): Promise<
     await run('config', async () => {
       await git.addConfig('user.name', settings.authorName);
       await git.addConfig('user.email', settings.authorEmail);
-      if (settings.signingKey === undefined) {
-        await git.addConfig('commit.gpgsign', 'false');
-      } else {
-        // git runs `ssh-keygen -Y sign -f <file>`: the key lives beside the credentials and goes with them.
-        const keyFile = path.join(top, 'auth', 'signing-key');
-        await writeFile(keyFile, settings.signingKey.endsWith('\n') ? settings.signingKey : `${settings.signingKey}\n`, { mode: 0o600 });
-        await git.addConfig('gpg.format', 'ssh');
-        await git.addConfig('user.signingkey', keyFile);
-        await git.addConfig('commit.gpgsign', 'true');
-      }
+      // git runs `ssh-keygen -Y sign` or `gpg` with a key that lives beside the credentials and goes with them.
+      for (const [key, value] of signing?.config ?? [['commit.gpgsign', 'false']]) await git.addConfig(key, value);
     });
     if (cloneFrom !== write) await run('checkout', () => git.checkout(['-b', write]));
 
@@ -167,6 +168,7 @@ export async function runGitJob(job: GitJob, settings: GitRunSettings): Promise<
       });
     }
   } finally {
+    await signing?.release();
     await rm(top, { recursive: true, force: true });
   }
 }

@@ -28,7 +28,7 @@ export interface MaterialisedCredentials {
 const PASSED_THROUGH = Object.freeze(['HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_proxy', 'NO_PROXY', 'no_proxy', 'SSL_CERT_FILE', 'SSL_CERT_DIR']);
 
 /** The environment variables git receives, as simple-git must be told to allow them. */
-export const GIT_ENV_KEYS = Object.freeze(['GIT_ASKPASS', 'GIT_SSH_COMMAND', 'GIT_TERMINAL_PROMPT', 'GIT_CONFIG_NOSYSTEM', 'SSH_ASKPASS']);
+export const GIT_ENV_KEYS = Object.freeze(['GIT_ASKPASS', 'GIT_SSH_COMMAND', 'GIT_TERMINAL_PROMPT', 'GIT_CONFIG_NOSYSTEM', 'SSH_ASKPASS', 'GNUPGHOME']);
 
 /**
  * Writes the credentials into `dir` (created 0700; must not exist or be empty)

@@ -63,6 +63,8 @@ fixture.test('as the shipped Role: the repository Secret and known hosts are rea
     create(cluster.admin, `/api/v1/namespaces/${namespace}/secrets`, { apiVersion: 'v1', kind: 'Secret', metadata: { name, labels }, stringData });
   await secret('write', { [SECRET_TYPE_LABEL]: 'repo-write-creds' }, { type: 'git', url: url.slice(0, url.lastIndexOf('/')), username: 'writer', password: PASSWORD });
   await secret('named', {}, { username: 'writer', password: PASSWORD });
+  await secret('gpg-signing', {}, { gpgSigningKey: '-----BEGIN PGP PRIVATE KEY BLOCK-----\n' });
+  await secret('both-signing', {}, { gpgSigningKey: 'k', sshSigningKey: 'k' });
   await create(cluster.admin, `/api/v1/namespaces/${namespace}/configmaps`, {
     apiVersion: 'v1',
     kind: 'ConfigMap',
@@ -83,7 +85,9 @@ fixture.test('as the shipped Role: the repository Secret and known hosts are rea
     assert.ok('kind' in byName && byName.kind === 'https' && byName.from === 'Secret named');
     const missing = await argoCdSecrets(client, { ...options, credentialsSecret: 'absent' }).credentialsFor(url);
     assert.deepEqual(missing, { refused: 'incomplete-credentials', message: `the Secret absent (--write-back-credentials-secret) does not exist in namespace ${namespace}` });
-    await assert.rejects(argoCdSecrets(client, { ...options, signingSecret: 'named' }).signingKey?.() ?? Promise.resolve(), (error: unknown) => error instanceof CredentialsReadError && /has no sshSigningKey/.test(error.message));
+    await assert.rejects(argoCdSecrets(client, { ...options, signingSecret: 'named' }).signingKey?.() ?? Promise.resolve(), (error: unknown) => error instanceof CredentialsReadError && /has neither sshSigningKey nor gpgSigningKey/.test(error.message));
+    await assert.rejects(argoCdSecrets(client, { ...options, signingSecret: 'both-signing' }).signingKey?.() ?? Promise.resolve(), (error: unknown) => error instanceof CredentialsReadError && /has both sshSigningKey and gpgSigningKey: give one/.test(error.message));
+    assert.deepEqual(await argoCdSecrets(client, { ...options, signingSecret: 'gpg-signing' }).signingKey?.(), { format: 'openpgp', key: '-----BEGIN PGP PRIVATE KEY BLOCK-----\n' });
 
     // The engine, with these dependencies, pushes to the real Git server.
     const wb = createWriteBack({ ...WRITE_BACK_DEFAULTS, workDir: path.join(playground.root, 'work-as-role'), batchWindowMs: 0 }, { clock: systemClock(), ...deps });

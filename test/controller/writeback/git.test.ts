@@ -15,6 +15,7 @@ import { systemClock } from '../../../controller/clock.ts';
 import { selectCredentials, type SecretLike } from '../../../controller/writeback/credentials.ts';
 import { createWriteBack, WRITE_BACK_DEFAULTS, type WriteBack } from '../../../controller/writeback/engine.ts';
 import type { ConfigDigest, WriteBackResult } from '../../../controller/writeback/model.ts';
+import type { SigningKey } from '../../../controller/writeback/signing.ts';
 import type { ApplicationLike } from '../../../controller/writeback/source.ts';
 import { createPlayground, startGitHttpServer, type GitHttpServer, type GitPlayground } from './git-server.ts';
 
@@ -49,7 +50,7 @@ describe('write-back to real Git over HTTP with basic auth', () => {
   /** Everything the write-back said, for the canary scan. */
   const said: string[] = [];
 
-  const engine = (secrets: SecretLike[], overrides: Partial<typeof WRITE_BACK_DEFAULTS> = {}, signingKey?: string): WriteBack =>
+  const engine = (secrets: SecretLike[], overrides: Partial<typeof WRITE_BACK_DEFAULTS> = {}, signingKey?: SigningKey): WriteBack =>
     createWriteBack(
       { ...WRITE_BACK_DEFAULTS, workDir, batchWindowMs: 50, retryBaseMs: 10, retryMaxMs: 50, ...overrides },
       {
@@ -311,7 +312,7 @@ describe('write-back to real Git over HTTP with basic auth', () => {
     await execFileAsync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', 'driftless', '-f', keyFile]);
     const key = await readFile(keyFile, 'utf8');
     const url = server.url('signed');
-    const wb = engine([repositorySecret(url, USER, PASSWORD)], {}, key);
+    const wb = engine([repositorySecret(url, USER, PASSWORD)], {}, { format: 'ssh', key });
     const result = await submit(wb, { application: application('web', url), configs: [secret('db', 's1')], workloads: [] });
     assert.equal(result.status, 'committed', JSON.stringify(result));
     const allowed = path.join(playground.root, 'allowed-signers');
@@ -321,6 +322,45 @@ describe('write-back to real Git over HTTP with basic auth', () => {
     // The unsigned initial commit is refused by the same check: the check can fail.
     await assert.rejects(playground.git(['--git-dir', bare, '-c', `gpg.ssh.allowedSignersFile=${allowed}`, 'verify-commit', 'main~1']));
     for (const text of said) assert.ok(!text.includes(key.trim().split('\n')[1] ?? 'unreachable'));
+    await wb.close();
+  });
+
+  it('signs the commit with an OpenPGP key when one is given; gpg verifies it, and no gpg-agent is left running', async () => {
+    await playground.createRepo('gpg-signed', 'main', { 'apps/web/deploy.yaml': 'x\n' });
+    // A key made the way an operator would: no passphrase, signing only; exported armoured into the Secret.
+    const maker = path.join(playground.root, 'gpg-maker');
+    await execFileAsync('mkdir', ['-m', '0700', maker]);
+    const gpg = async (home: string, args: string[]): Promise<string> => (await execFileAsync('gpg', ['--batch', '--no-tty', ...args], { env: { ...process.env, GNUPGHOME: home } })).stdout;
+    await gpg(maker, ['--passphrase', '', '--quick-gen-key', `Driftless <${WRITE_BACK_DEFAULTS.authorEmail}>`, 'ed25519', 'sign', 'never']);
+    const key = await gpg(maker, ['--armor', '--export-secret-keys']);
+    const url = server.url('gpg-signed');
+    const wb = engine([repositorySecret(url, USER, PASSWORD)], {}, { format: 'openpgp', key });
+    const result = await submit(wb, { application: application('web', url), configs: [secret('db', 'g1')], workloads: [] });
+    assert.equal(result.status, 'committed', JSON.stringify(result));
+    await wb.close();
+    const bare = path.join(playground.root, 'repos', 'gpg-signed.git');
+    const verify = async (rev: string): Promise<unknown> =>
+      execFileAsync('git', ['--git-dir', bare, 'verify-commit', rev], { env: { ...process.env, GNUPGHOME: maker } });
+    await verify('main');
+    // The unsigned initial commit is refused by the same check: the check can fail.
+    await assert.rejects(verify('main~1'));
+    // The operation's own keyring (and its agent) went with its work directory.
+    const agents = (await execFileAsync('ps', ['-eo', 'args'])).stdout.split('\n').filter((line) => line.includes('gpg-agent') && line.includes(workDir));
+    assert.deepEqual(agents, [], 'no gpg-agent of the write-back left running');
+    for (const text of said) assert.ok(!text.includes(key.split('\n').find((line) => line.length > 40) ?? 'unreachable'));
+    await execFileAsync('gpgconf', ['--kill', 'gpg-agent'], { env: { ...process.env, GNUPGHOME: maker } });
+  });
+
+  it('an OpenPGP signing key gpg cannot import fails the write-back as auth, naming no key material', async () => {
+    await playground.createRepo('gpg-bad', 'main', { 'apps/web/deploy.yaml': 'x\n' });
+    const url = server.url('gpg-bad');
+    const key = `-----BEGIN PGP PRIVATE KEY BLOCK-----\n\ncanary-${randomUUID()}\n-----END PGP PRIVATE KEY BLOCK-----\n`;
+    const wb = engine([repositorySecret(url, USER, PASSWORD)], {}, { format: 'openpgp', key });
+    const result = await submit(wb, { application: application('web', url), configs: [secret('db', 'g2')], workloads: [] });
+    assert.equal(result.status, 'failed', JSON.stringify(result));
+    assert.equal(result.status === 'failed' ? result.error.kind : undefined, 'auth');
+    assert.match(JSON.stringify(result), /gpg could not import the gpgSigningKey/);
+    assert.ok(!JSON.stringify(result).includes('canary-'));
     await wb.close();
   });
 
