@@ -54,7 +54,10 @@ interface AppSpec {
   readonly name: string;
   readonly repo: string;
   readonly path: string;
+  /** Deployments. */
   readonly workloads: readonly string[];
+  /** Rollouts (the CRD only: no Argo Rollouts controller runs, so they never roll). */
+  readonly rollouts?: readonly string[];
   readonly annotations?: Readonly<Record<string, string>>;
 }
 
@@ -117,20 +120,23 @@ async function scene(cluster: Cluster, namespace: string, spec: { repos: Readonl
       },
     });
   }
-  const names = spec.apps.flatMap((app) => app.workloads.map((name) => ({ app: app.name, name })));
-  for (const { app, name } of names) {
-    await create(api, COLLECTIONS.Deployment(namespace), workload('Deployment', name, {
+  const names = spec.apps.flatMap((app) => [
+    ...app.workloads.map((name) => ({ app: app.name, name, kind: 'Deployment' as const })),
+    ...(app.rollouts ?? []).map((name) => ({ app: app.name, name, kind: 'Rollout' as const })),
+  ]);
+  for (const { app, name, kind } of names) {
+    await create(api, COLLECTIONS[kind](namespace), workload(kind, name, {
       replicas: 1,
       uses: { secret: 'db' },
       annotations: {
         'reloader.stakater.com/auto': 'true',
         'driftless.dev/restart-strategy': 'git',
-        'argocd.argoproj.io/tracking-id': `${app}:apps/Deployment:${namespace}/${name}`,
+        'argocd.argoproj.io/tracking-id': `${app}:${kind === 'Rollout' ? 'argoproj.io' : 'apps'}/${kind}:${namespace}/${name}`,
       },
       templateAnnotations: { [HASH_ANNOTATION]: 'v1:render-0' },
     }));
   }
-  for (const { name } of names) await waitForDeploymentRollout(api, namespace, name);
+  for (const { name } of names.filter((n) => n.kind === 'Deployment')) await waitForDeploymentRollout(api, namespace, name);
   const workDir = path.join(playground.root, `work-${namespace}`);
   const deploymentPath = (name: string): string => `${COLLECTIONS.Deployment(namespace)}/${name}`;
   const record = async (name: string): Promise<WriteBackRecord | undefined> => parseWriteBackRecord((await read(api, deploymentPath(name))).metadata?.annotations?.[WRITE_BACK_ANNOTATION]);
@@ -169,8 +175,8 @@ async function scene(cluster: Cluster, namespace: string, spec: { repos: Readonl
       await waitForDeploymentRollout(api, namespace, name);
     },
     async firstSight() {
-      for (const { name } of names) {
-        await waitFor(`the first-sight record of ${name}`, async () => (await read(api, deploymentPath(name))).metadata?.annotations?.['driftless.dev/restarted-for']?.includes('Secret/db'));
+      for (const { name, kind } of names) {
+        await waitFor(`the first-sight record of ${name}`, async () => (await read(api, `${COLLECTIONS[kind](namespace)}/${name}`)).metadata?.annotations?.['driftless.dev/restarted-for']?.includes('Secret/db'));
       }
     },
   };
@@ -189,8 +195,9 @@ function outOfBand(namespace: string, digest: string): string {
 const submitted = (workload: string) => (line: LogLine): boolean => line.msg === 'write-back submitted' && line['workload'] === workload;
 const key = (namespace: string, name: string): string => `Deployment/${namespace}/${name}`;
 
-fixture.test('killed after the commit, before the sync: back again, no second commit and no restart in the cluster; the sync then finishes it', async ({ cluster, namespace }) => {
-  const s = await scene(cluster, namespace, { repos: { shop: PASSWORD }, apps: [{ name: 'shop', repo: 'shop', path: 'apps/shop', workloads: ['web'] }] });
+fixture.test('killed after the commit, before the sync: back again, no second commit and no restart in the cluster (no eviction, no restartAt); the sync then finishes it', async ({ cluster, namespace }) => {
+  const s = await scene(cluster, namespace, { repos: { shop: PASSWORD }, apps: [{ name: 'shop', repo: 'shop', path: 'apps/shop', workloads: ['web'], rollouts: ['worker'] }] });
+  const workerPath = `${COLLECTIONS.Rollout(namespace)}/worker`;
   const first = await s.start();
   let second: ControllerProcess | undefined;
   try {
@@ -203,6 +210,8 @@ fixture.test('killed after the commit, before the sync: back again, no second co
     const committed = await s.record('web');
     assert.equal(committed?.state, 'committed');
     const sha = committed?.sha ?? '';
+    await waitForEvent(s.api, namespace, 'worker', 'WriteBackCommitted');
+    assert.equal(parseWriteBackRecord((await read(s.api, workerPath)).metadata?.annotations?.[WRITE_BACK_ANNOTATION])?.sha, sha, 'the Rollout\'s change is in the same commit');
     assert.equal(await s.head('shop'), sha);
     assert.equal(await playground.git(['--git-dir', barePath(s.repoName('shop')), 'rev-parse', `${sha}^`]).then((out) => out.trim()), initial, 'one commit on top of the initial one');
     await first.kill();
@@ -210,9 +219,12 @@ fixture.test('killed after the commit, before the sync: back again, no second co
     second = await s.start();
     await second.ready();
     // The positive signal: the new process read the committed record and decided to wait for Argo CD's sync.
-    await second.waitForLog('the committed write-back looked at again', (line) => line.msg === 'write-back waiting' && line['workload'] === key(namespace, 'web') && line['cause'] === 'write-back-sync');
+    for (const workload of [key(namespace, 'web'), `Rollout/${namespace}/worker`]) {
+      await second.waitForLog(`the committed write-back of ${workload} looked at again`, (line) => line.msg === 'write-back waiting' && line['workload'] === workload && line['cause'] === 'write-back-sync');
+    }
     assert.equal(await s.head('shop'), sha, 'no second commit');
-    assert.deepEqual(second.lines.filter(submitted(key(namespace, 'web'))), [], 'nothing submitted again');
+    assert.deepEqual(second.lines.filter((line) => line.msg === 'write-back submitted'), [], 'nothing submitted again');
+    assert.equal((await read(s.api, workerPath)).spec?.['restartAt'], undefined, 'no spec.restartAt on the Rollout');
     assert.deepEqual([...first.lines, ...second.lines].filter((line) => line.msg === 'evicted'), [], 'nothing evicted');
     const web = await read(s.api, s.deploymentPath('web'));
     assert.equal((web.spec?.['template'] as { metadata?: { annotations?: Record<string, string> } } | undefined)?.metadata?.annotations?.[TEMPLATE_RESTARTED_AT], undefined, 'no restart annotation on the template');
@@ -223,6 +235,7 @@ fixture.test('killed after the commit, before the sync: back again, no second co
     await waitForEvent(s.api, namespace, 'web', 'RestartFinished');
     assert.equal(await s.head('shop'), sha, 'still one commit');
     assert.deepEqual(second.lines.filter((line) => line.msg === 'evicted'), []);
+    assert.equal((await read(s.api, workerPath)).spec?.['restartAt'], undefined, 'still no spec.restartAt');
   } finally {
     await first.stop();
     await second?.stop();
