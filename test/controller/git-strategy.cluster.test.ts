@@ -187,7 +187,7 @@ function barePath(name: string): string {
   return path.join(playground.root, 'repos', `${name}.git`);
 }
 
-/** The file of `dir` as the controller writes it for Secret db with `digest`. */
+/** The out-of-band file as the controller writes it when Secret db is its only entry. */
 function outOfBand(namespace: string, digest: string): string {
   return formatOutOfBandFile([{ kind: 'Secret', namespace, name: 'db', digest }]);
 }
