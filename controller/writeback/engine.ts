@@ -15,12 +15,13 @@
  *   write (on a change of the live config, never because Git differs) is the
  *   restart path's rule (ADR 0014).
  */
-import type { SigningKey } from './signing.ts';
+import { randomBytes } from 'node:crypto';
 import { formatOutOfBandFile, OutOfBandFileError, parseOutOfBandFile } from '../../core/index.ts';
 import type { Clock, Timer } from '../clock.ts';
 import { isCredentialsRefusal, normaliseGitUrl, type CredentialsRefusal, type GitCredentials } from './credentials.ts';
+import type { SigningKey } from './signing.ts';
 import { CredentialsReadError, WriteBackError, redactUrl } from './errors.ts';
-import { runGitJob, type GitJob, type GitRunResult, type GitRunSettings, type PathEdit } from './git-run.ts';
+import { runGitJob, sweepWorkDir, workDirPrefix, type GitJob, type GitRunResult, type GitRunSettings, type PathEdit, type WorkDirOwner } from './git-run.ts';
 import { commitMessage, DEFAULT_MESSAGE_TEMPLATE } from './message.ts';
 import type { ConfigDigest, WriteBackObservation, WriteBackRequest, WriteBackResult, WriteBackStatus, WorkloadRef } from './model.ts';
 import { DEFAULT_SOURCE_OPTIONS, isRefusal, resolveWriteTarget, type SourceOptions, type WriteTarget } from './source.ts';
@@ -65,6 +66,8 @@ export interface WriteBackDeps {
   readonly observe?: (observation: WriteBackObservation) => void;
   /** The git operation; replaced only by unit tests of the batching. */
   readonly run?: (job: GitJob, settings: GitRunSettings) => Promise<GitRunResult>;
+  /** Whether a process runs (the work directories of dead ones are swept); default: `kill(pid, 0)`. */
+  readonly processAlive?: (pid: number) => boolean;
 }
 
 /** The interface the restart path uses. */
@@ -106,6 +109,10 @@ export function createWriteBack(settings: WriteBackSettings, deps: WriteBackDeps
   const running = new Set<Promise<void>>();
   const statuses = new Map<string, WriteBackStatus>();
   let closed = false;
+  // A process killed mid-run (SIGKILL, OOM) left its clone and credential files in the work directory: swept at
+  // the start, before this process runs git there. Its own directories carry its pid and a tag of this start.
+  const owner: WorkDirOwner = { pid: process.pid, tag: randomBytes(4).toString('hex') };
+  const swept = sweepWorkDir(settings.workDir, owner, deps.processAlive ?? processAlive).catch(() => []);
 
   const appKey = (namespace: string, name: string): string => `${namespace}\u0000${name}`;
   const record = (member: Member, state: WriteBackStatus['state'], branch: string, result: WriteBackResult | undefined): void => {
@@ -176,8 +183,10 @@ export function createWriteBack(settings: WriteBackSettings, deps: WriteBackDeps
     };
     let result: GitRunResult;
     try {
+      await swept;
       result = await run(job, {
         workDir: settings.workDir,
+        workPrefix: workDirPrefix(owner),
         authorName: settings.authorName,
         authorEmail: settings.authorEmail,
         pushAttempts: settings.pushAttempts,
@@ -293,6 +302,16 @@ function requestProblem(configs: readonly ConfigDigest[]): string | undefined {
     return undefined;
   } catch (error) {
     return error instanceof OutOfBandFileError ? `${error.problem} (in the submitted configs)` : 'the submitted configs are not valid';
+  }
+}
+
+/** `kill(pid, 0)`: no such process → dead; any other answer (EPERM: another user's) → alive. */
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code !== 'ESRCH';
   }
 }
 

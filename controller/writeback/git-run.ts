@@ -6,7 +6,7 @@
  * exponential backoff. The directory (clone and credentials) is removed
  * afterwards, whatever happened.
  */
-import { lstat, mkdir, mkdtemp, readFile, realpath, rm, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, mkdtemp, readdir, readFile, realpath, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { simpleGit, type SimpleGit } from 'simple-git';
 import { OUT_OF_BAND_FILE, OutOfBandFileError } from '../../core/index.ts';
@@ -44,6 +44,8 @@ export interface GitJob {
 export interface GitRunSettings {
   /** Parent of the private work directories. */
   readonly workDir: string;
+  /** The name prefix of this process's work directories (`workDirPrefix`); default `wb-`. */
+  readonly workPrefix?: string;
   readonly authorName: string;
   readonly authorEmail: string;
   /** Push attempts in all (≥ 1). */
@@ -74,7 +76,7 @@ export interface GitRunResult {
 export async function runGitJob(job: GitJob, settings: GitRunSettings): Promise<GitRunResult> {
   const repo = redactUrl(job.repoURL);
   await mkdir(settings.workDir, { recursive: true, mode: 0o700 });
-  const top = await mkdtemp(path.join(settings.workDir, 'wb-'));
+  const top = await mkdtemp(path.join(settings.workDir, settings.workPrefix ?? 'wb-'));
   let signing: PreparedSigning | undefined;
   try {
     const auth = await materialiseCredentials(settings.credentials, settings.knownHosts, path.join(top, 'auth')).catch((error: unknown) => {
@@ -171,6 +173,51 @@ export async function runGitJob(job: GitJob, settings: GitRunSettings): Promise<
     await signing?.release();
     await rm(top, { recursive: true, force: true });
   }
+}
+
+/** Who owns a work directory: a process id and a tag drawn at its start (a restarted container's process may get the same id). */
+export interface WorkDirOwner {
+  readonly pid: number;
+  readonly tag: string;
+}
+
+const OWNED_WORK_DIR = /^wb-(\d+)-([0-9a-f]+)-/;
+
+/** The name prefix of `owner`'s work directories: `wb-<pid>-<tag>-`. */
+export function workDirPrefix(owner: WorkDirOwner): string {
+  return `wb-${owner.pid}-${owner.tag}-`;
+}
+
+/**
+ * Removes the work directories that a process killed mid-run left in `workDir` (SIGKILL, the OOM killer: its
+ * `finally` never ran, so its clone and its credential files are still there, and an emptyDir outlives the
+ * container): every `wb-<pid>-<tag>-…` whose process is not running, or that has our pid and another tag (an
+ * earlier incarnation of a restarted container, which had our pid). A directory of a live process — another
+ * controller sharing the directory — is left alone. Failures are ignored: the next start tries again.
+ * @returns the names removed.
+ */
+export async function sweepWorkDir(workDir: string, own: WorkDirOwner, alive: (pid: number) => boolean): Promise<string[]> {
+  let names: string[];
+  try {
+    names = await readdir(workDir);
+  } catch {
+    return [];
+  }
+  const removed: string[] = [];
+  for (const name of names) {
+    const match = OWNED_WORK_DIR.exec(name);
+    if (match === null) continue;
+    const pid = Number(match[1]);
+    const dead = pid === own.pid ? match[2] !== own.tag : !alive(pid);
+    if (!dead) continue;
+    try {
+      await rm(path.join(workDir, name), { recursive: true, force: true });
+      removed.push(name);
+    } catch {
+      // Left for the next start.
+    }
+  }
+  return removed;
 }
 
 /** `ref: refs/heads/main\tHEAD` in `ls-remote --symref` output → `main`. */

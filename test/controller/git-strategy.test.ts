@@ -3,8 +3,9 @@
  * a scripted git run (the real git run: writeback/git.test.ts; real Argo CD: test/argocd/): a rotation is
  * committed, never evicted nor restartAt-ed; the restart is done once Argo CD's sync rolled a new render;
  * without a hash key, or when pushes keep failing past --write-back-fallback-after, a Warning and the
- * fallback (restart in the cluster, or none); a controller restarted after the commit neither commits
- * again nor restarts in the cluster.
+ * fallback (restart in the cluster, or none); an engine closed before its batch ran leaves the submission
+ * to the next process. The real controller process killed after the commit or mid-push, the real
+ * fallback, batching, a revert and a write branch: git-strategy.cluster.test.ts.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -163,32 +164,6 @@ describe('the git strategy in the reconciler', () => {
     assert.deepEqual(h.evicted, [], 'no eviction by the controller');
     assert.deepEqual(h.restartAts, [], 'no restartAt');
     assert.match(await h.registry.metrics(), /^driftless_writeback_commits_total 1$/m);
-    await h.engine().close();
-  });
-
-  it('a controller restarted after the commit neither commits again nor restarts in the cluster', async () => {
-    const h = harness();
-    const first = h.make();
-    await first.reconcile(h.key);
-    h.rotate();
-    await first.reconcile(h.key);
-    await first.reconcile(h.key);
-    await h.clock.advanceAsync(1_000);
-    await h.settle();
-    h.git.jobs[0]?.answer('abc');
-    await h.settle();
-    await first.reconcile(h.key);
-    assert.equal(h.record()?.state, 'committed');
-    h.restartEngine();
-    const second = h.make();
-    await second.reconcile(h.key);
-    await h.clock.advanceAsync(5_000);
-    await second.reconcile(h.key);
-    assert.equal(h.git.jobs.length, 1, 'no second git run');
-    assert.deepEqual(h.evicted, []);
-    h.syncRolled();
-    await second.reconcile(h.key);
-    assert.deepEqual(h.evicted, []);
     await h.engine().close();
   });
 

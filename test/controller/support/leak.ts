@@ -76,3 +76,46 @@ export async function credentialsOfFiles(files: { readonly kubeconfig?: string; 
   // A short needle (an empty key file, a URL path of `/hook`) would match ordinary words of a log.
   return needles.filter((needle) => needle.length >= MIN_ENCODED_LENGTH);
 }
+
+/** The fields of Argo CD's repository Secrets (and of the write-back's named Secrets) that hold a credential. */
+const GIT_SECRET_FIELDS = Object.freeze(['password', 'sshPrivateKey', 'sshSigningKey', 'githubAppPrivateKey', 'bearerToken', 'tlsClientCertKey', 'gcpServiceAccountKey']);
+
+/** Argo CD's repository Secret types, as the write-back lists them (controller/writeback/argocd-secrets.ts). */
+const REPOSITORY_SECRET_SELECTOR = 'argocd.argoproj.io/secret-type in (repository,repository-write,repo-creds,repo-write-creds)';
+
+/** A Secret as the API returns it. */
+interface SecretObject {
+  readonly metadata?: { readonly name?: string };
+  readonly data?: Readonly<Record<string, string>> | null;
+}
+
+/**
+ * The Git credentials a controller can read: every credential field of Argo CD's repository Secrets in
+ * `namespace` (`--argocd-namespace`) and of the Secrets named by `--write-back-credentials-secret` and
+ * `--write-back-signing-secret`, decoded. A user name counts only when it is long enough to be a token
+ * (as the write-back itself redacts it); a multi-line key also by each of its lines, so half a key is
+ * found too. `list` reads a collection path (the admin client's GET); a namespace that is gone gives none.
+ */
+export async function gitCredentialsIn(list: (path: string) => Promise<{ readonly items?: readonly unknown[] }>, namespace: string, named: readonly string[]): Promise<string[]> {
+  const base = `/api/v1/namespaces/${namespace}/secrets`;
+  const secrets: SecretObject[] = [];
+  const read = async (path: string): Promise<void> => {
+    try {
+      secrets.push(...(((await list(path)).items ?? []) as readonly SecretObject[]));
+    } catch {
+      // No namespace, no Secret: nothing the controller could have read there.
+    }
+  };
+  await read(`${base}?labelSelector=${encodeURIComponent(REPOSITORY_SECRET_SELECTOR)}`);
+  for (const name of named) await read(`${base}?fieldSelector=${encodeURIComponent(`metadata.name=${name}`)}`);
+  const needles: string[] = [];
+  for (const secret of secrets) {
+    const field = (key: string): string => Buffer.from(secret.data?.[key] ?? '', 'base64').toString('utf8');
+    for (const key of GIT_SECRET_FIELDS) {
+      const value = field(key).trim();
+      needles.push(value, ...value.split('\n').map((line) => line.trim()).filter((line) => !line.startsWith('-----')));
+    }
+    needles.push(field('username').trim());
+  }
+  return [...new Set(needles)].filter((needle) => needle.length >= MIN_ENCODED_LENGTH);
+}

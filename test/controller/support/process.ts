@@ -12,7 +12,7 @@ import type { Cluster } from '../../cluster/harness.ts';
 import { tiedToThisProcess } from '../../cluster/processes.ts';
 import { waitFor } from '../../support/wait.ts';
 import { LEAK_CANARY } from './fixtures.ts';
-import { credentialsOfFiles, findLeak } from './leak.ts';
+import { credentialsOfFiles, findLeak, gitCredentialsIn } from './leak.ts';
 
 const bin = join(import.meta.dirname, '..', '..', '..', 'bin', 'driftless.js');
 
@@ -61,6 +61,16 @@ export async function startControllerProcess(cluster: Cluster, options: Controll
     hashKeyFile: flagFile('hash-key-file'),
     notifyUrlFile: flagFile('notify-webhook-url-file'),
   });
+  // The Git credentials the write-back can read (Argo CD's repository Secrets, the Secrets named by flag): read
+  // now and again at stop (a test may replace them meanwhile), each read bounded (a fault test may have stopped
+  // the API server by then).
+  const gitCredentials = new Set<string>();
+  const readGitCredentials = async (): Promise<void> => {
+    const list = (path: string) => cluster.admin.request<{ items?: unknown[] }>('GET', path, undefined, { signal: AbortSignal.timeout(5_000) });
+    const named = ['write-back-credentials-secret', 'write-back-signing-secret'].map(flagFile).filter((name): name is string => name !== undefined);
+    for (const needle of await gitCredentialsIn(list, flagFile('argocd-namespace') ?? 'argocd', named)) gitCredentials.add(needle);
+  };
+  await readGitCredentials();
   // Test-friendly defaults, each unless the test sets the flag itself.
   const defaults = ['--debounce=500ms', '--restart-check-interval=500ms', '--log-level=debug', '--http-addr=127.0.0.1:0']
     .filter((flag) => !args.some((arg) => arg.startsWith(`${flag.split('=')[0] as string}=`)));
@@ -92,14 +102,19 @@ export async function startControllerProcess(cluster: Cluster, options: Controll
   const abortIf = (): void => {
     if (exitCode !== undefined) throw new Error(`the controller exited with ${String(exitCode)}: ${stderr}\n${lines.slice(-20).map((l) => JSON.stringify(l)).join('\n')}`);
   };
-  /** No Secret value written by the fixtures (they all carry the canary), no credential of a file it reads, nor their base64, in anything the process said. */
-  const assertNoLeak = (): void => {
+  /**
+   * No Secret value written by the fixtures (they all carry the canary), no credential of a file it reads, no
+   * Git credential of a Secret it may read, nor their base64, in anything the process said.
+   */
+  const assertNoLeak = async (): Promise<void> => {
+    await readGitCredentials();
     const said = `${lines.map((line) => JSON.stringify(line)).join('\n')}\n${stderr}`;
     if (findLeak(said, LEAK_CANARY) !== undefined) {
       throw new Error(`the controller printed a Secret value (or its base64): ${JSON.stringify(findLeak(said, LEAK_CANARY))} found in its output`);
     }
     // Never quote a leaked credential in the failure itself: say which file it came from.
     if (findLeak(said, ...credentials) !== undefined) throw new Error('the controller printed a credential of its kubeconfig, hash key file or notification URL file (or its base64)');
+    if (findLeak(said, ...gitCredentials) !== undefined) throw new Error('the controller printed a Git credential of a repository Secret (or its base64)');
   };
   const proc: ControllerProcess = {
     pid: child.pid as number,
@@ -122,13 +137,13 @@ export async function startControllerProcess(cluster: Cluster, options: Controll
     async stop() {
       if (exitCode === undefined) child.kill('SIGTERM');
       const code = await exited;
-      assertNoLeak();
+      await assertNoLeak();
       return code;
     },
     async kill() {
       if (exitCode === undefined) child.kill('SIGKILL');
       await exited;
-      assertNoLeak();
+      await assertNoLeak();
     },
   };
   return proc;
