@@ -16,7 +16,7 @@
  *    a refusal (not a Git source, ambiguous, no credentials) falls back at
  *    once; a failure is recorded and retried. No answer (the controller
  *    restarted): submit again.
- * 4. `failed`: retried every `retryMs`, until `fallbackAfterMs` after the
+ * 4. `failed`: retried every `retryMs` (at most a quarter of `fallbackAfterMs`), until `fallbackAfterMs` after the
  *    first submission: then the fallback.
  * 5. `committed`: wait until Argo CD synced a new render (the pod template's
  *    `driftless.dev/config-hash` differs from the one at submission) and the
@@ -111,7 +111,8 @@ export function gitStep(input: GitStepInput): GitStep {
   }
   if (record.state === 'failed') {
     if (timedOut) return fallBack(input, record, 'timeout', `the write-back kept failing for ${seconds(now - record.since)} (--write-back-fallback-after; last: ${record.error ?? 'unknown'})`);
-    const retryAt = record.at + input.retryMs;
+    // A fallback deadline shorter than the retry interval must still see retries: at least four attempts fit.
+    const retryAt = record.at + Math.min(input.retryMs, input.fallbackAfterMs / 4);
     if (now < retryAt) return { kind: 'wait', cause: 'write-back', reason: `the write-back failed (${record.error ?? 'unknown'}); trying again`, until: Math.min(retryAt, record.since + input.fallbackAfterMs) };
   }
   // Pending with no answer in this process (it restarted), or a failure due for another attempt.

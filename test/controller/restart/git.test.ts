@@ -165,6 +165,14 @@ describe('gitStep', () => {
     await wb.close();
   });
 
+  it('a --write-back-fallback-after shorter than retryMs still retries: every quarter of it', () => {
+    const { clock, wb } = setup();
+    const failed: WriteBackRecord = { restartAt: T, state: 'failed', configs: { 'Secret/db': DB.digest }, templateHash: 'v1:old', since: T, at: T + 1_000, error: 'rejected' };
+    const short = { fallbackAfterMs: 10_000, now: T + 2_000 };
+    assert.deepEqual(gitStep(input(wb, clock, failed, short)), { kind: 'wait', cause: 'write-back', reason: 'the write-back failed (rejected); trying again', until: T + 3_500 });
+    assert.equal(gitStep(input(wb, clock, failed, { ...short, now: T + 3_500 })).kind, 'submit');
+  });
+
   it('a controller restarted with a pending record submits again; one restarted after the commit does not', () => {
     const { clock, wb } = setup();
     const pending: WriteBackRecord = { restartAt: T, state: 'pending', configs: { 'Secret/db': DB.digest }, templateHash: 'v1:old', since: T, at: T };
