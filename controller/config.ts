@@ -167,7 +167,7 @@ export interface ControllerConfig {
   readonly notifyOn: readonly NotifyEvent[];
   /** Text put before every notification (`"<info> : <text>"`, as Reloader), e.g. the cluster's name. */
   readonly notifyAdditionalInfo: string | undefined;
-  // The Git write-back (controller/writeback/, ADR 0014). Not wired into the restart path yet.
+  // The Git write-back (controller/writeback/, ADR 0014) of the git restart strategy (controller/restart/git.ts, ADR 0016).
   /** Commit author (and committer) of write-backs. */
   readonly writeBackAuthorName: string;
   readonly writeBackAuthorEmail: string;
@@ -848,7 +848,7 @@ function writeBackFlags(): readonly ControllerFlagSpec[] {
       type: 'object-name',
       default: '',
       defaultText: "none: Argo CD's repository Secrets",
-      description: "A Secret in --argocd-namespace holding the write-back's Git credentials (username/password or sshPrivateKey), instead of Argo CD's repository-write, repo-write-creds, repository and repo-creds Secrets.",
+      description: "A Secret in --argocd-namespace holding the write-back's Git credentials (url, and username/password or sshPrivateKey), instead of Argo CD's repository-write, repo-write-creds, repository and repo-creds Secrets; given only to repositories its url covers (exact or prefix).",
     }),
     flag({ name: 'write-back-namespaces', type: 'namespace-list', default: '', defaultText: 'none', description: 'Workloads in these namespaces default to the git strategy (the driftless.dev/restart-strategy annotation wins).' }),
     flag({ name: 'write-back-applications', type: 'name-list', default: '', defaultText: 'none', description: 'Workloads of these Argo CD Applications (name, or namespace/name) default to the git strategy.' }),
@@ -864,7 +864,7 @@ function writeBackFlags(): readonly ControllerFlagSpec[] {
       type: 'duration',
       range: positiveDuration,
       default: '10m',
-      description: 'A write-back still failing (bad credentials, protected branch, refused source) this long after the change: a Warning Event, the driftless_writeback_push_failures_total metric, and --write-back-fallback.',
+      description: 'A write-back still failing (bad credentials, protected branch) this long after the change: a Warning Event, the driftless_writeback_fallbacks_total metric, and --write-back-fallback (a refused source, such as a Helm chart, falls back at once).',
     }),
     flag({
       name: 'write-back-fallback',

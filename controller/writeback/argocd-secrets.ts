@@ -56,15 +56,15 @@ export function argoCdSecrets(client: KubeClient, options: ArgoCdSecretsOptions)
   };
 
   return {
-    async credentialsFor(repoURL: string): Promise<GitCredentials | CredentialsRefusal> {
+    async credentialsFor(repoURL: string, project: string): Promise<GitCredentials | CredentialsRefusal> {
       if (options.credentialsSecret !== undefined) {
         const secret = await named(options.credentialsSecret, '--write-back-credentials-secret');
         if (secret === undefined) {
           return Object.freeze({ refused: 'incomplete-credentials', message: `the Secret ${options.credentialsSecret} (--write-back-credentials-secret) does not exist in namespace ${namespace}` });
         }
-        return selectCredentials(repoURL, [], secret);
+        return selectCredentials(repoURL, [], { named: secret, project });
       }
-      return selectCredentials(repoURL, await list({ labelSelector: REPOSITORY_SECRET_SELECTOR }, "Argo CD's repository Secrets"));
+      return selectCredentials(repoURL, await list({ labelSelector: REPOSITORY_SECRET_SELECTOR }, "Argo CD's repository Secrets"), { project });
     },
     async knownHosts(): Promise<string | undefined> {
       try {

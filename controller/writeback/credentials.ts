@@ -11,8 +11,17 @@
  * holds credentials), then `repo-creds` (longest prefix). Write Secrets come
  * first because they exist for exactly this; the read ones are a fallback an
  * operator may have given write access. URLs compare as Argo CD's
- * `NormalizeGitURL` does (case, a `.git` suffix and a trailing slash ignored),
- * prefixes too (its `getRepositoryCredentialIndex`: both normalised, longest wins).
+ * `NormalizeGitURL` does (case and a `.git` suffix ignored, scp-like SSH
+ * rewritten; a trailing slash counts), prefixes too (its
+ * `getRepositoryCredentialIndex`: both normalised, longest wins). A
+ * `repository(-write)` Secret scoped to a project (`project`) serves only that
+ * project's Applications and wins over an unscoped one, as Argo CD's
+ * `getRepositorySecret` does; the `-creds` templates have no project.
+ *
+ * The Secret named by flag needs a `url` too, matched like a template (exact
+ * or prefix): an Application annotation may point the write-back at another
+ * repository (`driftless.dev/write-back-repo`), and the credentials must never
+ * follow it to a host they were not given for.
  */
 
 export const SECRET_TYPE_LABEL = 'argocd.argoproj.io/secret-type';
@@ -35,7 +44,7 @@ export type GitCredentials =
 
 /** No usable credentials, as data: `unsupported` names a form we do not speak (GitHub App, bearer token). */
 export interface CredentialsRefusal {
-  readonly refused: 'unsupported-credentials' | 'incomplete-credentials';
+  readonly refused: 'unsupported-credentials' | 'incomplete-credentials' | 'credentials-not-for-repository';
   /** Names the Secret and the missing or unsupported field, never a value. */
   readonly message: string;
 }
@@ -47,32 +56,57 @@ const TYPES_IN_ORDER = Object.freeze([
   { type: 'repo-creds', match: 'prefix' },
 ] as const);
 
+/** Whose credentials are wanted, beyond the repository URL. */
+export interface CredentialsQuery {
+  /** The Application's `spec.project` (`''` when unset). */
+  readonly project?: string;
+  /** The Secret named by `--write-back-credentials-secret`, any labels: used instead of Argo CD's, for the URLs its `url` covers. */
+  readonly named?: SecretLike;
+}
+
 /**
- * The credentials for `repoURL`: from `named` when given (a Secret named by
- * flag, any labels), else from Argo CD's repository Secrets as described
- * above. No matching Secret → `{kind: 'none'}` (a public repository, or one
- * reached without credentials).
+ * The credentials for `repoURL`: from `query.named` when given, else from Argo
+ * CD's repository Secrets as described above. No matching Secret →
+ * `{kind: 'none'}` (a public repository, or one reached without credentials).
  */
-export function selectCredentials(repoURL: string, secrets: readonly SecretLike[], named?: SecretLike): GitCredentials | CredentialsRefusal {
-  if (named !== undefined) return credentialsOf(named, `Secret ${named.metadata.name}`, true);
+export function selectCredentials(repoURL: string, secrets: readonly SecretLike[], query: CredentialsQuery = {}): GitCredentials | CredentialsRefusal {
   const wanted = normaliseGitUrl(repoURL);
+  const { named, project = '' } = query;
+  if (named !== undefined) {
+    const url = field(named, 'url') ?? '';
+    const from = `Secret ${named.metadata.name}`;
+    if (url.trim() === '') return Object.freeze({ refused: 'incomplete-credentials', message: `${from} has no url: say which repository (or URL prefix) its credentials are for` });
+    if (wanted === '' || !wanted.startsWith(normaliseGitUrl(url))) {
+      return Object.freeze({ refused: 'credentials-not-for-repository', message: `the url of ${from} does not cover the repository written to: its credentials are not given to another host or repository` });
+    }
+    return credentialsOf(named, from, true);
+  }
+  if (wanted === '') return Object.freeze({ kind: 'none', from: 'no matching repository Secret' });
   for (const { type, match } of TYPES_IN_ORDER) {
     const candidates = secrets.filter((s) => s.metadata.labels?.[SECRET_TYPE_LABEL] === type);
     let best: SecretLike | undefined;
     let bestLength = -1;
+    let bestScoped = false;
     for (const secret of candidates) {
       const url = field(secret, 'url');
       if (url === undefined || url === '') continue;
+      const normal = normaliseGitUrl(url);
+      if (normal === '') continue;
       if (match === 'exact') {
         // A `repository` Secret without credentials only registers the repository: look further, as Argo CD does.
-        if (normaliseGitUrl(url) === wanted && hasCredentials(secret) && best === undefined) best = secret;
-      } else {
-        // As Argo CD's getRepositoryCredentialIndex: both normalised, then the longest prefix.
-        const prefix = normaliseGitUrl(url);
-        if (wanted.startsWith(prefix) && prefix.length > bestLength) {
+        if (normal !== wanted || !hasCredentials(secret)) continue;
+        // Argo CD's getRepositorySecret: the project's own Secret first, an unscoped one as fallback, another project's never.
+        const scope = field(secret, 'project') ?? '';
+        if (scope !== '' && scope !== project) continue;
+        const scoped = scope !== '';
+        if (best === undefined || (scoped && !bestScoped)) {
           best = secret;
-          bestLength = prefix.length;
+          bestScoped = scoped;
         }
+      } else if (wanted.startsWith(normal) && normal.length > bestLength) {
+        // As Argo CD's getRepositoryCredentialIndex: both normalised, then the longest prefix.
+        best = secret;
+        bestLength = normal.length;
       }
     }
     if (best !== undefined) return credentialsOf(best, `${type} Secret ${best.metadata.name}`, false);
@@ -92,17 +126,24 @@ export function knownHostsOf(configMap: { readonly data?: Readonly<Record<string
 }
 
 /**
- * Argo CD's URL normalisation for comparing repositories: trimmed, lower-case,
- * scp-like SSH (`git@host:org/repo`) as `ssh://git@host/org/repo`, no `.git`
- * suffix, no trailing slash.
+ * Argo CD's `NormalizeGitURL` (util/git/git.go), for comparing repositories:
+ * trimmed, lower-case; an SSH URL without `ssh://` (`git@host:org/repo`) gets
+ * its first colon made a slash; one `.git` suffix removed; `ssh://` dropped.
+ * A trailing slash is kept, as Go's url.URL.String() keeps it: `https://host/`
+ * is a prefix of `https://host/x` but not of `https://host.evil/x`. `''` for
+ * what Go's url.Parse refuses (control characters, a space in the host); a
+ * space elsewhere becomes `%20`, as url.URL.String() writes it. (Checked
+ * against argo-cd v3.6.1's function: test/controller/writeback/credentials.test.ts.)
  */
 export function normaliseGitUrl(url: string): string {
   let out = url.trim().toLowerCase();
-  const scp = /^([a-z0-9._-]+@[a-z0-9.-]+):(?!\/\/)(.*)$/.exec(out);
-  if (scp !== null && !out.includes('://')) out = `ssh://${scp[1]}/${scp[2]}`;
-  out = out.replace(/\/+$/, '');
+  // Argo CD's sshURLRegex: `^(ssh://)?([^/:]*?)@[^@]+$`.
+  if (/^(ssh:\/\/)?([^/:]*?)@[^@]+$/.test(out) && !out.startsWith('ssh://')) out = `ssh://${out.replace(':', '/')}`;
   if (out.endsWith('.git')) out = out.slice(0, -4);
-  return out.replace(/\/+$/, '');
+  const control = [...out].some((char) => char.charCodeAt(0) < 0x20 || char === '\u007f');
+  if (control || /^[a-z][a-z0-9+.-]*:\/\/[^/]*\s/.test(out)) return '';
+  out = out.replaceAll(' ', '%20');
+  return out.startsWith('ssh://') ? out.slice('ssh://'.length) : out;
 }
 
 function credentialsOf(secret: SecretLike, from: string, requireSome: boolean): GitCredentials | CredentialsRefusal {

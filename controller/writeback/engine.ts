@@ -57,7 +57,7 @@ export const WRITE_BACK_DEFAULTS: Omit<WriteBackSettings, 'workDir'> = Object.fr
 export interface WriteBackDeps {
   readonly clock: Clock;
   /** The credentials for a repository URL (see `selectCredentials`). */
-  credentialsFor(repoURL: string): Promise<GitCredentials | CredentialsRefusal>;
+  credentialsFor(repoURL: string, project: string): Promise<GitCredentials | CredentialsRefusal>;
   /** Argo CD's known hosts (`knownHostsOf`), for SSH. */
   knownHosts(): Promise<string | undefined>;
   /** The key commits are signed with (`--write-back-signing-secret`); absent or undefined = unsigned. */
@@ -166,7 +166,7 @@ export function createWriteBack(settings: WriteBackSettings, deps: WriteBackDeps
   const execute = async (batch: Batch): Promise<void> => {
     const branchShown = batch.target.writeBranch ?? batch.target.baseBranch ?? '';
     for (const member of batch.members) record(member, 'running', branchShown, undefined);
-    const credentials = await deps.credentialsFor(batch.target.repoURL);
+    const credentials = await deps.credentialsFor(batch.target.repoURL, batch.target.project);
     if (isCredentialsRefusal(credentials)) {
       const at = deps.clock.now();
       for (const member of batch.members) finish(member, branchShown, { status: 'refused', reason: credentials.refused, message: credentials.message, at });
@@ -249,7 +249,8 @@ export function createWriteBack(settings: WriteBackSettings, deps: WriteBackDeps
       if (invalid !== undefined) return refuse(Object.freeze({ status: 'refused', reason: 'invalid-request', message: invalid, at: now }));
       if (closed) return Promise.resolve({ status: 'failed', error: { kind: 'stopped', message: 'the write-back is stopped' }, at: now });
       const repoKey = normaliseGitUrl(target.repoURL);
-      const key = `${repoKey}\u0000${target.baseBranch ?? 'HEAD'}\u0000${target.writeBranch ?? ''}`;
+      // The project too: project-scoped repository Secrets may give two projects different credentials for one repository.
+      const key = `${repoKey}\u0000${target.baseBranch ?? 'HEAD'}\u0000${target.writeBranch ?? ''}\u0000${target.project}`;
       return new Promise((resolve) => {
         const member: Member = { target, request, submittedAt: now, resolve };
         let batch = open.get(key);

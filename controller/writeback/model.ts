@@ -3,6 +3,7 @@
  * what it gets back, and what `explain` can ask about.
  */
 import type { OutOfBandKind } from '../../core/index.ts';
+import type { CredentialsRefusal } from './credentials.ts';
 import type { WriteBackErrorKind } from './errors.ts';
 import type { ApplicationLike, SourceRefusalReason } from './source.ts';
 
@@ -60,7 +61,7 @@ export interface WriteBackPlace {
 export type WriteBackResult =
   | ({ readonly status: 'committed'; readonly sha: string; readonly attempts: number; readonly at: number } & WriteBackPlace)
   | ({ readonly status: 'unchanged'; readonly at: number } & WriteBackPlace)
-  | { readonly status: 'refused'; readonly reason: SourceRefusalReason | 'unsupported-credentials' | 'incomplete-credentials' | 'invalid-request'; readonly message: string; readonly at: number }
+  | { readonly status: 'refused'; readonly reason: SourceRefusalReason | CredentialsRefusal['refused'] | 'invalid-request'; readonly message: string; readonly at: number }
   | { readonly status: 'failed'; readonly error: { readonly kind: WriteBackErrorKind; readonly message: string }; readonly at: number };
 
 /** What `explain` shows for one Application: the latest submission and where it stands. */

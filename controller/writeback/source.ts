@@ -32,12 +32,14 @@ export interface ApplicationSourceLike {
 /** The fields of an Argo CD Application read here (a plain object, as the API returns it). */
 export interface ApplicationLike {
   readonly metadata: { readonly name: string; readonly namespace?: string; readonly annotations?: Readonly<Record<string, string>> | null };
-  readonly spec?: { readonly source?: ApplicationSourceLike | null; readonly sources?: readonly ApplicationSourceLike[] | null } | null;
+  readonly spec?: { readonly project?: string | null; readonly source?: ApplicationSourceLike | null; readonly sources?: readonly ApplicationSourceLike[] | null } | null;
 }
 
 /** Where one Application's digests are written. */
 export interface WriteTarget {
   readonly application: { readonly namespace: string; readonly name: string };
+  /** The Application's `spec.project` (`''` when unset): project-scoped repository Secrets serve only it. */
+  readonly project: string;
   /** The URL git is given (as written in the Application or the annotation). */
   readonly repoURL: string;
   /** The directory, relative to the repository root, normalised, `''` for the root. */
@@ -116,6 +118,9 @@ export function resolveWriteTarget(app: ApplicationLike, options: SourceOptions 
   const repoOverride = annotations[WRITE_BACK_REPO_ANNOTATION];
   const repoURL = repoOverride !== undefined && repoOverride.trim() !== '' ? repoOverride.trim() : sourceRepo;
   if (!looksLikeGitUrl(repoURL)) return refuse('bad-repo', `${JSON.stringify(redactUrl(repoURL))} is not a Git URL (https://, http://, ssh://, git:// or user@host:path)`);
+  // A file:// source is what Argo CD itself reads (local set-ups, tests); an annotation must not point the
+  // controller at a path of its own pod.
+  if (repoURL !== sourceRepo && /^file:/i.test(repoURL)) return refuse('bad-repo', `${WRITE_BACK_REPO_ANNOTATION} may not name a file:// repository`);
 
   const dir = normalisePath(source.path ?? '');
   if (dir === undefined) return refuse('bad-path', `spec.source path ${JSON.stringify(source.path)} leaves the repository`);
@@ -143,6 +148,7 @@ export function resolveWriteTarget(app: ApplicationLike, options: SourceOptions 
   if (writeBranch !== undefined && writeBranch === baseBranch) writeBranch = undefined;
   return Object.freeze({
     application: Object.freeze({ namespace: app.metadata.namespace ?? '', name }),
+    project: app.spec?.project ?? '',
     repoURL,
     path: dir,
     baseBranch,

@@ -62,7 +62,7 @@ fixture.test('as the shipped Role: the repository Secret and known hosts are rea
   const secret = (name: string, labels: Record<string, string>, stringData: Record<string, string>) =>
     create(cluster.admin, `/api/v1/namespaces/${namespace}/secrets`, { apiVersion: 'v1', kind: 'Secret', metadata: { name, labels }, stringData });
   await secret('write', { [SECRET_TYPE_LABEL]: 'repo-write-creds' }, { type: 'git', url: url.slice(0, url.lastIndexOf('/')), username: 'writer', password: PASSWORD });
-  await secret('named', {}, { username: 'writer', password: PASSWORD });
+  await secret('named', {}, { url, username: 'writer', password: PASSWORD });
   await secret('gpg-signing', {}, { gpgSigningKey: '-----BEGIN PGP PRIVATE KEY BLOCK-----\n' });
   await secret('both-signing', {}, { gpgSigningKey: 'k', sshSigningKey: 'k' });
   await create(cluster.admin, `/api/v1/namespaces/${namespace}/configmaps`, {
@@ -77,13 +77,13 @@ fixture.test('as the shipped Role: the repository Secret and known hosts are rea
   try {
     const options = { namespace, credentialsSecret: undefined, signingSecret: undefined, timeoutMs: 5_000 };
     const deps = argoCdSecrets(client, options);
-    const chosen = await deps.credentialsFor(url);
+    const chosen = await deps.credentialsFor(url, 'default');
     assert.ok('kind' in chosen && chosen.kind === 'https' && chosen.from === 'repo-write-creds Secret write', JSON.stringify({ ...chosen, password: undefined }));
     assert.match((await deps.knownHosts()) ?? '', /^git\.example\.com ssh-ed25519 /);
     assert.equal(await deps.signingKey?.(), undefined, 'unsigned without --write-back-signing-secret');
-    const byName = await argoCdSecrets(client, { ...options, credentialsSecret: 'named' }).credentialsFor(url);
+    const byName = await argoCdSecrets(client, { ...options, credentialsSecret: 'named' }).credentialsFor(url, 'default');
     assert.ok('kind' in byName && byName.kind === 'https' && byName.from === 'Secret named');
-    const missing = await argoCdSecrets(client, { ...options, credentialsSecret: 'absent' }).credentialsFor(url);
+    const missing = await argoCdSecrets(client, { ...options, credentialsSecret: 'absent' }).credentialsFor(url, 'default');
     assert.deepEqual(missing, { refused: 'incomplete-credentials', message: `the Secret absent (--write-back-credentials-secret) does not exist in namespace ${namespace}` });
     await assert.rejects(argoCdSecrets(client, { ...options, signingSecret: 'named' }).signingKey?.() ?? Promise.resolve(), (error: unknown) => error instanceof CredentialsReadError && /has neither sshSigningKey nor gpgSigningKey/.test(error.message));
     await assert.rejects(argoCdSecrets(client, { ...options, signingSecret: 'both-signing' }).signingKey?.() ?? Promise.resolve(), (error: unknown) => error instanceof CredentialsReadError && /has both sshSigningKey and gpgSigningKey: give one/.test(error.message));

@@ -9,8 +9,8 @@ const secret = (name: string, type: string, fields: Record<string, string>): Sec
   data: Object.fromEntries(Object.entries(fields).map(([k, v]) => [k, Buffer.from(v).toString('base64')])),
 });
 const REPO = 'https://git.example.com/org/gitops.git';
-const chosen = (secrets: SecretLike[], repo = REPO, named?: SecretLike) => {
-  const c = selectCredentials(repo, secrets, named);
+const chosen = (secrets: SecretLike[], repo = REPO, named?: SecretLike, project?: string) => {
+  const c = selectCredentials(repo, secrets, { named, project });
   return 'refused' in c ? c.refused : c.kind === 'https' ? `${c.from}:${c.username}` : `${c.from}:${c.kind}`;
 };
 
@@ -29,15 +29,49 @@ describe('selectCredentials', () => {
     assert.equal(chosen([]), 'no matching repository Secret:none');
   });
 
-  it('matches exact URLs as Argo CD normalises them and templates by the longest prefix', () => {
-    assert.equal(chosen([secret('x', 'repository', { url: 'HTTPS://git.example.com/org/gitops/', username: 'u', password: 'p' })]), 'repository Secret x:u');
+  it('normalises URLs exactly as Argo CD v3.6.1 NormalizeGitURL does', () => {
+    // Each right-hand side was printed by argo-cd v3.6.1 util/git.NormalizeGitURL (go run, 2026-12-02).
+    const fromArgoCd: [string, string][] = [
+      ['HTTPS://git.example.com/org/gitops/', 'https://git.example.com/org/gitops/'],
+      ['https://git.example.com/org/gitops.git', 'https://git.example.com/org/gitops'],
+      ['git@GitHub.com:Org/Repo.git', 'git@github.com/org/repo'],
+      ['ssh://git@github.com/org/repo.git', 'git@github.com/org/repo'],
+      ['https://git.example.com/', 'https://git.example.com/'],
+      ['https://git.example.com', 'https://git.example.com'],
+      ['https://git.example.com.evil.org/x', 'https://git.example.com.evil.org/x'],
+      ['https://user:pa ss@host/x', ''],
+      ['https://host/a b', 'https://host/a%20b'],
+      ['https://host/x.git/', 'https://host/x.git/'],
+      ['https://host/\u0001', ''],
+      ['git@host:2222/x.git', 'git@host/2222/x'],
+      ['ssh://git@host:2222/x', 'git@host:2222/x'],
+    ];
+    for (const [url, normal] of fromArgoCd) assert.equal(normaliseGitUrl(url), normal, url);
+  });
+
+  it('matches exact URLs as Argo CD normalises them (a trailing slash counts) and templates by the longest prefix', () => {
+    assert.equal(chosen([secret('x', 'repository', { url: 'HTTPS://git.example.com/org/gitops', username: 'u', password: 'p' })]), 'repository Secret x:u');
+    assert.equal(chosen([secret('x', 'repository', { url: 'https://git.example.com/org/gitops/', username: 'u', password: 'p' })]), 'no matching repository Secret:none');
     const prefixes = [
       secret('short', 'repo-creds', { url: 'https://git.example.com', username: 'short', password: 'p' }),
       secret('long', 'repo-creds', { url: 'https://git.example.com/org/', username: 'long', password: 'p' }),
       secret('other', 'repo-creds', { url: 'https://git.example.com/other/', username: 'other', password: 'p' }),
     ];
     assert.equal(chosen(prefixes), 'repo-creds Secret long:long');
-    assert.equal(normaliseGitUrl('git@GitHub.com:Org/Repo.git'), 'ssh://git@github.com/org/repo');
+    // A template for a host with its slash never reaches a host whose name it merely starts.
+    const slash = [secret('host', 'repo-creds', { url: 'https://git.example.com/', username: 'h', password: 'p' })];
+    assert.equal(chosen(slash, 'https://git.example.com.evil.org/x.git'), 'no matching repository Secret:none');
+  });
+
+  it('a project-scoped repository Secret serves only its project, and wins there over an unscoped one', () => {
+    const secrets = [
+      secret('other-project', 'repository-write', { url: REPO, username: 'b', password: 'p', project: 'team-b' }),
+      secret('unscoped', 'repository-write', { url: REPO, username: 'any', password: 'p' }),
+      secret('own-project', 'repository-write', { url: REPO, username: 'a', password: 'p', project: 'team-a' }),
+    ];
+    assert.equal(chosen(secrets, REPO, undefined, 'team-a'), 'repository-write Secret own-project:a');
+    assert.equal(chosen(secrets, REPO, undefined, 'team-c'), 'repository-write Secret unscoped:any');
+    assert.equal(chosen(secrets.slice(0, 1), REPO, undefined, 'team-a'), 'no matching repository Secret:none');
   });
 
   it('a repository Secret without credentials only registers the repository: the template is used', () => {
@@ -49,9 +83,12 @@ describe('selectCredentials', () => {
     assert.equal(chosen([secret('k', 'repository', { url: REPO, sshPrivateKey: '-----BEGIN KEY-----' })]), 'repository Secret k:ssh');
     assert.equal(chosen([secret('t', 'repository', { url: REPO, password: 'ghp_x' })]), 'repository Secret t:x-access-token');
     assert.equal(chosen([secret('app', 'repository', { url: REPO, githubAppID: '1', githubAppPrivateKey: 'k' })]), 'unsupported-credentials');
-    const named = { metadata: { name: 'mine' }, stringData: { username: 'me', password: 'p' } };
+    const named = { metadata: { name: 'mine' }, stringData: { url: 'https://git.example.com/org/', username: 'me', password: 'p' } };
     assert.equal(chosen([secret('w', 'repository-write', { url: REPO, username: 'w', password: 'p' })], REPO, named), 'Secret mine:me');
-    assert.equal(chosen([], REPO, { metadata: { name: 'empty' }, stringData: {} }), 'incomplete-credentials');
+    assert.equal(chosen([], REPO, { metadata: { name: 'empty' }, stringData: { url: REPO } }), 'incomplete-credentials');
+    // The named Secret says which repositories it is for: an Application pointing the write-back elsewhere does not get it.
+    assert.equal(chosen([], 'https://attacker.example/x.git', named), 'credentials-not-for-repository');
+    assert.equal(chosen([], REPO, { metadata: { name: 'no-url' }, stringData: { username: 'me', password: 'p' } }), 'incomplete-credentials');
     const refusal = selectCredentials(REPO, [secret('app', 'repository', { url: REPO, githubAppID: '1', githubAppPrivateKey: 'TOPSECRETKEY' })]);
     assert.ok(!JSON.stringify(refusal).includes('TOPSECRETKEY'));
   });

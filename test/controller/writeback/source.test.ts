@@ -11,6 +11,7 @@ describe('resolveWriteTarget', () => {
   it('takes repoURL, path and targetRevision of spec.source', () => {
     assert.deepEqual(resolveWriteTarget(app({ source: ours() })), {
       application: { namespace: 'argocd', name: 'web' },
+      project: '',
       repoURL: REPO,
       path: 'apps/web',
       baseBranch: 'main',
@@ -93,5 +94,15 @@ describe('resolveWriteTarget', () => {
     const bad = resolveWriteTarget(app({ source: ours({ repoURL: 'https://user:hunter2@host/x y' }) }));
     assert.equal('refused' in bad && bad.refused, 'bad-repo');
     assert.ok(!JSON.stringify(bad).includes('hunter2'));
+    // A file:// source is Argo CD's own business; an annotation pointing the controller at its own files is not.
+    const local = resolveWriteTarget(app({ source: ours({ repoURL: 'file:///srv/git/shop.git' }) }));
+    assert.equal('repoURL' in local && local.repoURL, 'file:///srv/git/shop.git');
+    const pointed = resolveWriteTarget(app({ source: ours() }, { 'driftless.dev/write-back-repo': 'file:///var/run/secrets' }));
+    assert.equal('refused' in pointed && pointed.refused, 'bad-repo');
+  });
+
+  it('carries the Application\'s project, for project-scoped repository Secrets', () => {
+    const t = resolveWriteTarget(app({ project: 'team-a', source: ours() }));
+    assert.equal('project' in t && t.project, 'team-a');
   });
 });
