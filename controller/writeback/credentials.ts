@@ -140,7 +140,8 @@ export function normaliseGitUrl(url: string): string {
   // Argo CD's sshURLRegex: `^(ssh://)?([^/:]*?)@[^@]+$`.
   if (/^(ssh:\/\/)?([^/:]*?)@[^@]+$/.test(out) && !out.startsWith('ssh://')) out = `ssh://${out.replace(':', '/')}`;
   if (out.endsWith('.git')) out = out.slice(0, -4);
-  const control = [...out].some((char) => char.charCodeAt(0) < 0x20 || char === '\u007f');
+  let control = false;
+  for (let i = 0; i < out.length; i++) control ||= out.charCodeAt(i) < 0x20 || out.charCodeAt(i) === 0x7f;
   if (control || /^[a-z][a-z0-9+.-]*:\/\/[^/]*\s/.test(out)) return '';
   out = out.replaceAll(' ', '%20');
   return out.startsWith('ssh://') ? out.slice('ssh://'.length) : out;
