@@ -241,12 +241,13 @@ try {
   }
 
   log('');
-  log(`  ${'change →'.padEnd(40)} ${'p50'.padStart(9)} ${'max'.padStart(9)}`);
-  const row = (label: string, values: readonly number[]): void => log(`  ${label.padEnd(40)} ${fmt(percentile(values, 50)).padStart(9)} ${fmt(Math.max(...values)).padStart(9)}`);
+  log(`  ${'change →'.padEnd(44)} ${'p50'.padStart(9)} ${'max'.padStart(9)}`);
+  const row = (label: string, values: readonly number[]): void => log(`  ${label.padEnd(44)} ${fmt(percentile(values, 50)).padStart(9)} ${fmt(Math.max(...values)).padStart(9)}`);
   const git = rounds.get('git') ?? [];
   const evict = rounds.get('evict') ?? [];
   row('git: commit pushed', git.map((r) => r.first));
   row('git: rolled and Healthy', git.map((r) => r.healthy));
+  row('git: (commit pushed → rolled and Healthy)', git.map((r) => r.healthy - r.first));
   row('evict: first eviction', evict.map((r) => r.first));
   row('evict: rolled and Healthy', evict.map((r) => r.healthy));
   log('');

@@ -29,8 +29,6 @@ export const secretName = 'web-tls';
 export const canaryAppName = 'checkout';
 export const canaryWorkloadName = 'checkout';
 export const canarySecretName = 'checkout-tls';
-/** The Rollout's canary pause: long enough to be seen, short enough not to slow the demo. */
-export const canaryPauseSeconds = 5;
 
 /** The Application as committed and synced. */
 export interface DemoApp {
@@ -145,7 +143,7 @@ spec:
     canary:
       steps:
         - setWeight: 50
-        - pause: {duration: ${canaryPauseSeconds}s}
+        - pause: {}  # until promoted, as a team gates a canary; the demo promotes it
   template:
     metadata:
       labels:
@@ -199,7 +197,7 @@ export async function deployApplication(env: DemoEnvironment, narrator: Narrator
   const repo = await argocd.createRepo('demo');
   const revision = await repo.commit({ ...(await exampleFiles(path)), ...canaryFiles(canaryPath) }, `add the ${exampleName} example and the ${canaryAppName} canary`);
   narrator.say(`Git repository ${repo.url}: examples/${exampleName} committed at ${path} (commit ${shortSha(revision)}; without secret.yaml; Deployment ${workloadName} annotated reloader.stakater.com/auto)`);
-  narrator.say(`…and at ${canaryPath}, Rollout ${canaryWorkloadName} (canary: 50 %, pause ${canaryPauseSeconds} s) mounting Secret ${canarySecretName}, annotated driftless.dev/restart-strategy: git`);
+  narrator.say(`…and at ${canaryPath}, Rollout ${canaryWorkloadName} (canary: 50 %, then paused until promoted) mounting Secret ${canarySecretName}, annotated driftless.dev/restart-strategy: git`);
   await argocd.createApplication(name, applicationSpec(repo, path, namespace));
   narrator.say(`Application ${name} registered: source.plugin.name ${pluginName}, destination namespace ${namespace}; sync started`);
   await argocd.createApplication(canaryAppName, { ...applicationSpec(repo, canaryPath, namespace), syncPolicy: { automated: { prune: true, selfHeal: false } } });

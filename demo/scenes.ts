@@ -18,7 +18,6 @@ import { waitFor } from '../test/support/wait.ts';
 import { replicaSetNames as allReplicaSetNames, waitForEvent } from '../test/controller/support/fixtures.ts';
 import {
   DemoCheckError,
-  canaryPauseSeconds,
   canarySecretName,
   canaryWorkloadName,
   configMapName,
@@ -206,6 +205,8 @@ function bareOf(app: DemoApp): string {
 /** What the scene reads of a Rollout's status. */
 interface RolloutView {
   readonly phase: string | undefined;
+  /** Why it is paused (`CanaryPauseStep`), if it is. */
+  readonly pausedFor: readonly string[];
   readonly step: number | undefined;
   readonly stableRS: string | undefined;
   readonly podHash: string | undefined;
@@ -218,6 +219,7 @@ async function rolloutView(client: ApiClient, namespace: string): Promise<Rollou
   const text = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
   return {
     phase: text(status['phase']),
+    pausedFor: Array.isArray(status['pauseConditions']) ? status['pauseConditions'].map((condition: { reason?: unknown }) => String(condition.reason)) : [],
     step: typeof status['currentStepIndex'] === 'number' ? status['currentStepIndex'] : undefined,
     stableRS: text(status['stableRS']),
     podHash: text(status['currentPodHash']),
@@ -284,7 +286,7 @@ export async function rotateSecretThroughGit(env: DemoEnvironment, narrator: Nar
 
   const paused = await waitFor(`Rollout ${canaryWorkloadName} at its pause step with a canary beside the stable ReplicaSet`, async () => {
     const view = await rolloutView(api, namespace);
-    if (view.step !== 1 || view.stableRS !== stable || view.podHash === undefined || view.podHash === stable) return undefined;
+    if (view.step !== 1 || !view.pausedFor.includes('CanaryPauseStep') || view.stableRS !== stable || view.podHash === undefined || view.podHash === stable) return undefined;
     return (await readyPodsOf(api, namespace, view.podHash)).length > 0 ? view : undefined;
   }, { timeoutMs: rolloutTimeoutMs, intervalMs: 200 });
   const canary = paused.podHash ?? '';
@@ -293,10 +295,13 @@ export async function rotateSecretThroughGit(env: DemoEnvironment, narrator: Nar
   if (canaryHash === undefined || canaryHash === before.hash) throw new DemoCheckError(`the canary ReplicaSet has the old hash ${String(canaryHash)}`);
   const [canaryPods, stablePods] = await Promise.all([readyPodsOf(api, namespace, canary), readyPodsOf(api, namespace, stable)]);
   narrator.say(
-    `Rollout ${canaryWorkloadName} paused at its canary step (50 %, pause ${canaryPauseSeconds} s): canary ${canaryWorkloadName}-${canary} ` +
+    `Rollout ${canaryWorkloadName} paused at its canary step (50 %): canary ${canaryWorkloadName}-${canary} ` +
       `(${pods(canaryPods.length)}, hash ${shortHash(canaryHash)}) beside stable ${canaryWorkloadName}-${stable} (${pods(stablePods.length)}, hash ${shortHash(before.hash)})`,
   );
 
+  // What `kubectl argo rollouts promote` does at a pause step: clear the pause condition (status subresource).
+  await api.request('PATCH', `${rolloutPath(namespace)}/status`, { status: { pauseConditions: null } }, { contentType: 'application/merge-patch+json' });
+  narrator.say(`promoted, as \`kubectl argo rollouts promote ${canaryWorkloadName}\` does (the pause condition cleared)`);
   await waitFor(`Rollout ${canaryWorkloadName} promoted: the canary is the stable ReplicaSet`, async () => {
     const view = await rolloutView(api, namespace);
     return view.phase === 'Healthy' && view.stableRS === canary ? view : undefined;
@@ -305,7 +310,7 @@ export async function rotateSecretThroughGit(env: DemoEnvironment, narrator: Nar
     const [fresh, old] = await Promise.all([readyPodsOf(api, namespace, canary), readyPodsOf(api, namespace, stable)]);
     return fresh.length === 2 && old.length === 0 ? fresh : undefined;
   }, { timeoutMs: rolloutTimeoutMs });
-  narrator.say(`the pause ended, the Rollout promoted the canary: stable ${canaryWorkloadName}-${canary}, ${promoted.length}/2 pods with hash ${shortHash(canaryHash)}, Healthy`);
+  narrator.say(`the Rollout completed: stable ${canaryWorkloadName}-${canary}, ${promoted.length}/2 pods with hash ${shortHash(canaryHash)}, Healthy`);
 
   const finished = await waitForEvent(api, namespace, canaryWorkloadName, 'RestartFinished', rolloutTimeoutMs);
   narrator.say(`controller Event RestartFinished: ${String(finished['message'])}`);

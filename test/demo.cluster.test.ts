@@ -64,7 +64,8 @@ test('npm run demo -- --exit narrates the whole loop and stops everything', { ti
     /\n {4}\+ {2}name: "checkout-tls"\n {4}\+ {2}digest: v1:[0-9a-f]{64}\n/,
     /Argo CD compared [0-9a-f]{7}, where the plugin folds the listed digest/,
     /Rollout checkout paused at its canary step/,
-    /the pause ended, the Rollout promoted the canary/,
+    /promoted, as `kubectl argo rollouts promote checkout` does/,
+    /the Rollout completed: stable checkout-/,
     /controller Event RestartFinished: Argo CD synced the write-back \(commit [0-9a-f]{12}\) and the Rollout rolled/,
     /Application checkout Synced\/Healthy at [0-9a-f]{7}; one rollout, .*no eviction, no spec\.restartAt, no second commit/,
     /== 4\. driftless explain/,
@@ -90,7 +91,7 @@ test('npm run demo -- --exit narrates the whole loop and stops everything', { ti
   assert.notEqual(canary, stable);
   assert.notEqual(newHash, oldHash, 'the canary runs a new hash');
   assert.ok(run.stdout.includes(`Rollout checkout's pod template has driftless.dev/config-hash: ${oldHash}…`), 'the stable hash is the one deployed at the start');
-  assert.ok(run.stdout.includes(`promoted the canary: stable ${canary}, 2/2 pods with hash ${newHash}…, Healthy`), 'the canary was promoted, every pod on the new hash');
+  assert.ok(run.stdout.includes(`the Rollout completed: stable ${canary}, 2/2 pods with hash ${newHash}…, Healthy`), 'the canary was promoted, every pod on the new hash');
 
   // The Secret's values are random PEM blocks: neither their armour nor its base64 may show.
   for (const needle of ['-----BEGIN', 'LS0tLS1CRUdJTi']) assert.equal(output.includes(needle), false, `no Secret value (${needle}) in the output`);
