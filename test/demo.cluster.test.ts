@@ -2,7 +2,10 @@
  * `npm run demo -- --exit` end to end: the real cluster, Argo CD and
  * controller, as a user runs it. The narration must reach every step, the run
  * must exit 0 having stopped everything (its temp dir gone), and no Secret
- * value may appear in anything it printed.
+ * value may appear in anything it printed. The write-back scene is checked
+ * across its lines: the commit announced is the one shown and the one Argo CD
+ * synced, and the Rollout paused with a canary of a new hash and completed on
+ * that canary (the demo itself checks one commit, no eviction, no restartAt).
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
