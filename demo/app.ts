@@ -1,9 +1,11 @@
 /**
- * The demo's application: `examples/directory` committed to a local Git
+ * The demo's applications: `examples/directory` committed to a local Git
  * repository and registered with Argo CD through the Driftless plugin, and the
  * TLS Secret it mounts, which is deliberately not in Git — it is created in
  * the cluster the way cert-manager would, so it is the out-of-band config the
- * controller looks after.
+ * controller looks after. Beside it, in the same repository, a canary Rollout
+ * with its own TLS Secret that the controller restarts through Git (the `git`
+ * strategy, ADR 0016): the write-back scene.
  */
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
@@ -23,6 +25,11 @@ export const workloadName = 'web';
 export const configMapName = 'web-settings';
 export const secretName = 'web-tls';
 
+/** The canary app: its Application, Rollout and (out-of-band) TLS Secret. */
+export const canaryAppName = 'checkout';
+export const canaryWorkloadName = 'checkout';
+export const canarySecretName = 'checkout-tls';
+
 /** The Application as committed and synced. */
 export interface DemoApp {
   readonly name: string;
@@ -31,6 +38,8 @@ export interface DemoApp {
   readonly path: string;
   /** The commit Argo CD last synced. */
   readonly revision: string;
+  /** The canary app, in the same repository, synced automatically (the write-back scene). */
+  readonly canary: { readonly name: string; readonly path: string };
 }
 
 /** The demo could not show what it set out to show: a step's expectation did not hold. */
@@ -62,6 +71,11 @@ export function deploymentPath(namespace: string): string {
   return `/apis/apps/v1/namespaces/${namespace}/deployments/${workloadName}`;
 }
 
+/** The path of the canary app's Rollout. */
+export function rolloutPath(namespace: string): string {
+  return `/apis/argoproj.io/v1alpha1/namespaces/${namespace}/rollouts/${canaryWorkloadName}`;
+}
+
 /**
  * The example's files as committed: the Secret left out (a real app keeps it
  * out of Git; the example's own README says so), and the Deployment opted in
@@ -85,22 +99,80 @@ function fakeTls(): Record<string, string> {
   return { 'tls.crt': pem('CERTIFICATE'), 'tls.key': pem('PRIVATE KEY') };
 }
 
-/** Creates the TLS Secret as cert-manager would: its annotation says which Certificate wrote it. */
-export async function createCertManagerSecret(env: DemoEnvironment): Promise<void> {
+/** Creates a TLS Secret as cert-manager would: its annotation says which Certificate wrote it. */
+export async function createCertManagerSecret(env: DemoEnvironment, name: string = secretName): Promise<void> {
   await env.cluster.admin.request('POST', `/api/v1/namespaces/${env.namespace}/secrets`, {
     apiVersion: 'v1',
     kind: 'Secret',
     type: 'kubernetes.io/tls',
-    metadata: { name: secretName, annotations: { 'cert-manager.io/certificate-name': secretName } },
+    metadata: { name, annotations: { 'cert-manager.io/certificate-name': name } },
     stringData: fakeTls(),
   });
 }
 
-/** Replaces the certificate in place, as cert-manager does on renewal. */
-export async function renewCertificate(env: DemoEnvironment): Promise<void> {
-  await env.cluster.admin.request('PATCH', `/api/v1/namespaces/${env.namespace}/secrets/${secretName}`, { stringData: fakeTls() }, {
+/** Replaces a certificate in place, as cert-manager does on renewal. */
+export async function renewCertificate(env: DemoEnvironment, name: string = secretName): Promise<void> {
+  await env.cluster.admin.request('PATCH', `/api/v1/namespaces/${env.namespace}/secrets/${name}`, { stringData: fakeTls() }, {
     contentType: 'application/merge-patch+json',
   });
+}
+
+/**
+ * The canary app: one Argo Rollout with its ConfigMap (in Git, so the plugin stamps a hash from the
+ * start) that mounts its TLS Secret (not in Git) and asks to be restarted through Git. Two replicas, one canary step (50 %, then a short pause) and a 1 s termination grace,
+ * so that the scene shows every stage of a canary without the default 30 s per replaced pod.
+ */
+function canaryFiles(path: string): Record<string, string> {
+  const rollout = `apiVersion: argoproj.io/v1alpha1
+kind: Rollout
+metadata:
+  name: ${canaryWorkloadName}
+  labels:
+    app.kubernetes.io/name: ${canaryWorkloadName}
+  annotations:
+    secret.reloader.stakater.com/reload: ${canarySecretName}
+    # An out-of-band change of ${canarySecretName} is committed to this directory (.driftless/out-of-band)
+    # instead of restarted in the cluster: Argo CD's sync rolls it through the canary steps below.
+    driftless.dev/restart-strategy: git
+spec:
+  replicas: 2
+  selector:
+    matchLabels:
+      app.kubernetes.io/name: ${canaryWorkloadName}
+  strategy:
+    canary:
+      steps:
+        - setWeight: 50
+        - pause: {}  # until promoted, as a team gates a canary; the demo promotes it
+  template:
+    metadata:
+      labels:
+        app.kubernetes.io/name: ${canaryWorkloadName}
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers:
+        - name: ${canaryWorkloadName}
+          image: nginxinc/nginx-unprivileged:1.29-alpine
+          envFrom:
+            - configMapRef:
+                name: ${canaryWorkloadName}-settings
+          volumeMounts:
+            - name: tls
+              mountPath: /etc/${canaryWorkloadName}/tls
+              readOnly: true
+      volumes:
+        - name: tls
+          secret:
+            secretName: ${canarySecretName}
+`;
+  const configMap = `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: ${canaryWorkloadName}-settings
+data:
+  LOG_LEVEL: info
+`;
+  return { [`${path}/rollout.yaml`]: rollout, [`${path}/configmap.yaml`]: configMap };
 }
 
 /** The Application spec: the plugin renders it; the destination is the demo's namespace. */
@@ -111,22 +183,32 @@ function applicationSpec(repo: GitRepo, path: string, namespace: string): Record
   };
 }
 
-/** Commits the example, registers the Application, syncs it and waits for Synced/Healthy. */
+/**
+ * Commits the example and the canary app, registers both Applications, syncs them (at once: the
+ * canary app only matters from the write-back scene on) and waits for both to be Synced/Healthy.
+ */
 export async function deployApplication(env: DemoEnvironment, narrator: Narrator, name: string): Promise<DemoApp> {
   const { argocd, namespace } = env;
   await createCertManagerSecret(env);
-  narrator.say(`Secret ${secretName} created in namespace ${namespace} out of band, as cert-manager would (not in Git; values never shown)`);
+  await createCertManagerSecret(env, canarySecretName);
+  narrator.say(`Secrets ${secretName} and ${canarySecretName} created in namespace ${namespace} out of band, as cert-manager would (not in Git; values never shown)`);
   const path = `apps/${exampleName}`;
+  const canaryPath = `apps/${canaryAppName}`;
   const repo = await argocd.createRepo('demo');
-  const revision = await repo.commit(await exampleFiles(path), `add the ${exampleName} example`);
+  const revision = await repo.commit({ ...(await exampleFiles(path)), ...canaryFiles(canaryPath) }, `add the ${exampleName} example and the ${canaryAppName} canary`);
   narrator.say(`Git repository ${repo.url}: examples/${exampleName} committed at ${path} (commit ${shortSha(revision)}; without secret.yaml; Deployment ${workloadName} annotated reloader.stakater.com/auto)`);
+  narrator.say(`…and at ${canaryPath}, Rollout ${canaryWorkloadName} (canary: 50 %, then paused until promoted) mounting Secret ${canarySecretName}, annotated driftless.dev/restart-strategy: git`);
   await argocd.createApplication(name, applicationSpec(repo, path, namespace));
   narrator.say(`Application ${name} registered: source.plugin.name ${pluginName}, destination namespace ${namespace}; sync started`);
+  await argocd.createApplication(canaryAppName, { ...applicationSpec(repo, canaryPath, namespace), syncPolicy: { automated: { prune: true, selfHeal: false } } });
+  narrator.say(`Application ${canaryAppName} registered: the same plugin, automated sync`);
   await argocd.sync(name, { revision });
-  await waitSynced(argocd, name, revision);
+  await Promise.all([waitSynced(argocd, name, revision), waitSynced(argocd, canaryAppName, revision)]);
   const deployment = await env.cluster.admin.request('GET', deploymentPath(namespace));
   narrator.say(`Application ${name} Synced/Healthy at ${shortSha(revision)}; Deployment ${workloadName}'s pod template has ${HASH_ANNOTATION}: ${shortHash(templateHash(deployment))}`);
-  return { name, repo, path, revision };
+  const rollout = await env.cluster.admin.request('GET', rolloutPath(namespace));
+  narrator.say(`Application ${canaryAppName} Synced/Healthy at ${shortSha(revision)}; Rollout ${canaryWorkloadName}'s pod template has ${HASH_ANNOTATION}: ${shortHash(templateHash(rollout))}`);
+  return { name, repo, path, revision, canary: { name: canaryAppName, path: canaryPath } };
 }
 
 /** Waits for Synced/Healthy at `revision` with the demo's deadline (a loaded machine renders slowly). */

@@ -3,8 +3,10 @@
  * cluster (test/cluster/harness.ts), the real Argo CD with the Driftless
  * sidecar reading the shipped manifests/plugin/ (test/cluster/argocd.ts), and
  * the real `driftless controller` process (test/controller/support/process.ts),
- * with the hash key of the sidecar, as the shipped manifests share one key.
+ * with the hash key of the sidecar, as the shipped manifests share one key, and
+ * the real Argo Rollouts controller for the canary of the write-back scene.
  */
+import { join } from 'node:path';
 import { startArgoCD, type ArgoCD } from '../test/cluster/argocd.ts';
 import { ensureArgoCdBinaries, ensureClusterBinaries } from '../test/cluster/build.ts';
 import { startCluster, type Cluster } from '../test/cluster/harness.ts';
@@ -55,7 +57,7 @@ async function createNamespace(cluster: Cluster, name: string): Promise<void> {
  */
 export async function startEnvironment(narrator: Narrator, teardown: Teardown, namespace: string): Promise<DemoEnvironment> {
   // The demo stops everything itself on a signal, the cluster last.
-  const cluster = await teardown.track('the cluster', startCluster({ handleSignals: false }), (started) => started.stop());
+  const cluster = await teardown.track('the cluster', startCluster({ handleSignals: false, rolloutsController: true }), (started) => started.stop());
   narrator.say(`cluster ready: kube-apiserver ${cluster.server}, one fake node (kwok runs the pods)`);
   await createNamespace(cluster, namespace);
 
@@ -64,7 +66,16 @@ export async function startEnvironment(narrator: Narrator, teardown: Teardown, n
 
   const controller = await teardown.track(
     'the driftless controller',
-    startControllerProcess(cluster, { args: [`--namespaces=${namespace}`, `--hash-key-file=${argocd.hashKeyFile}`] }),
+    startControllerProcess(cluster, {
+      args: [
+        `--namespaces=${namespace}`,
+        `--hash-key-file=${argocd.hashKeyFile}`,
+        // The write-back scene: a 1 s batch window instead of 5 s (nothing else changes in the demo's
+        // repository meanwhile), and the clones in the cluster's temp dir, removed with it.
+        '--write-back-batch-window=1s',
+        `--write-back-work-dir=${join(cluster.stateDir, 'write-back')}`,
+      ],
+    }),
     async (started) => {
       process.off('exit', killController);
       await started.stop();
@@ -76,6 +87,6 @@ export async function startEnvironment(narrator: Narrator, teardown: Teardown, n
   }
   process.on('exit', killController);
   await controller.ready();
-  narrator.say(`driftless controller ready (pid ${controller.pid}, watching namespace ${namespace}, the sidecar's hash key)`);
+  narrator.say(`driftless controller ready (pid ${controller.pid}, watching namespace ${namespace}, the sidecar's hash key; Git write-back batched over 1 s)`);
   return { cluster, argocd, controller, namespace };
 }

@@ -5,7 +5,10 @@
  * sidecar and the real `driftless controller`; deploys examples/directory from
  * a local Git repository through the plugin; then shows a ConfigMap change in
  * Git rolling the Deployment, an out-of-band Secret rotation restarting its
- * pods by eviction while the app stays Synced, and `driftless explain`. Then
+ * pods by eviction while the app stays Synced, a TLS Secret rotation that the
+ * controller commits to Git for a canary Rollout (the `git` strategy: Argo CD
+ * syncs the commit, the Rollout goes through its canary step), and
+ * `driftless explain`. Then
  * everything keeps running, with KUBECONFIG printed, until Ctrl-C or SIGTERM,
  * which stop every process and remove the temp dir.
  *
@@ -16,7 +19,7 @@ import { parseArgs } from 'node:util';
 import { deployApplication, type DemoApp } from './app.ts';
 import { ensureDemoBinaries, startEnvironment, type DemoEnvironment } from './environment.ts';
 import { createNarrator } from './narrator.ts';
-import { changeConfigMapInGit, explainWorkload, rotateSecretOutOfBand } from './scenes.ts';
+import { changeConfigMapInGit, explainWorkload, rotateSecretOutOfBand, rotateSecretThroughGit } from './scenes.ts';
 import { createTeardown } from './teardown.ts';
 import { hints } from './hints.ts';
 
@@ -58,6 +61,7 @@ try {
   app = await deployApplication(environment, narrator, applicationName);
   app = await changeConfigMapInGit(environment, narrator, app);
   await rotateSecretOutOfBand(environment, narrator, app);
+  await rotateSecretThroughGit(environment, narrator, app);
   await explainWorkload(environment, narrator, app, binaries);
   narrator.section('done');
   narrator.say(`the whole loop took ${(narrator.elapsedMs() / 1000).toFixed(1)} s`);
