@@ -1,0 +1,83 @@
+/**
+ * Runs a command from an image's root filesystem the way a pod runs its
+ * container: the image's files as `/`, mounted read-only
+ * (`readOnlyRootFilesystem: true`), the pod's volumes bound at their mount
+ * paths, a numeric non-root user (`runAsUser`/`runAsGroup`), and only the
+ * environment the pod spec and the image config give. The host's network
+ * stays (every socket the tests use is a unix socket on a shared volume or
+ * loopback), and there is no container runtime: a private mount namespace
+ * (`unshare --mount`), bind mounts and `chroot --userspec` do it, as root.
+ *
+ * Each step `exec`s the next, so the pid a test holds is the command's own:
+ * SIGTERM and SIGKILL reach it, and the mount namespace ends with it.
+ */
+
+/** A volume of the pod: a local directory bound at `target` inside the root filesystem. */
+export interface RootfsMount {
+  readonly source: string;
+  readonly target: string;
+  readonly readOnly?: boolean;
+}
+
+/** What to run from the root filesystem. */
+export interface RootfsCommand {
+  /** The merged root filesystem of the image (see build.ts). */
+  readonly rootfs: string;
+  readonly mounts: readonly RootfsMount[];
+  /** `uid:gid`, numeric, as the pod's securityContext gives it. */
+  readonly user: string;
+  /** The whole environment of the command (nothing of the test process's leaks in). */
+  readonly env: Readonly<Record<string, string>>;
+  /** The working directory inside the root filesystem; default `/`. */
+  readonly cwd?: string;
+  /** An absolute path inside the root filesystem, or a name looked up on env.PATH there. */
+  readonly command: string;
+  readonly args: readonly string[];
+}
+
+/** Single-quoted for a POSIX shell. */
+function quote(text: string): string {
+  return `'${text.replaceAll("'", "'\\''")}'`;
+}
+
+/** Thrown for a spec that could not mean what it says. */
+export class RootfsCommandError extends Error {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'RootfsCommandError';
+  }
+}
+
+/**
+ * The command line (file and argv) that runs `spec`: hand it to spawn or to
+ * the cluster harness's startComponent. Must be started as root.
+ * @throws {RootfsCommandError} for a relative mount target, a mount of `/`, or a user that is not `uid:gid`.
+ */
+export function rootfsCommandLine(spec: RootfsCommand): [string, string[]] {
+  if (!/^\d+:\d+$/.test(spec.user)) throw new RootfsCommandError(`user ${spec.user} is not numeric uid:gid`);
+  const [uid, gid] = spec.user.split(':') as [string, string];
+  if (uid === '0') throw new RootfsCommandError('the image runs as a non-root user; uid 0 is not what a pod of ours runs');
+  const root = quote(spec.rootfs);
+  const lines = [
+    'set -e',
+    // A bind of the root filesystem onto itself, so that it can be remounted read-only in this namespace alone.
+    `mount --bind ${root} ${root}`,
+    `mount --rbind /dev ${root}/dev`,
+    `mount -t proc proc ${root}/proc`,
+  ];
+  for (const mount of spec.mounts) {
+    if (!mount.target.startsWith('/') || mount.target === '/') throw new RootfsCommandError(`mount target ${mount.target} must be an absolute path below /`);
+    const target = `${root}${quote(mount.target)}`;
+    // As a container runtime does, the mount point is made when the image lacks it (in the working container's layer, never the image).
+    lines.push(`mkdir -p ${target}`, `mount --bind ${quote(mount.source)} ${target}`);
+    if (mount.readOnly === true) lines.push(`mount -o remount,bind,ro ${target}`);
+  }
+  lines.push(`mount -o remount,bind,ro ${root}`);
+  const env = Object.entries(spec.env).map(([name, value]) => quote(`${name}=${value}`));
+  // chroot's own lookup of a bare command uses the PATH it is given, inside the new root.
+  const inRoot = spec.cwd === undefined ? [] : ['/usr/bin/env', '-C', quote(spec.cwd)];
+  lines.push(
+    `exec /usr/bin/env -i ${env.join(' ')} /usr/sbin/chroot --userspec=${uid}:${gid} --groups=${gid} ${root} ${[...inRoot, quote(spec.command), ...spec.args.map(quote)].join(' ')}`,
+  );
+  return ['unshare', ['--mount', '--propagation', 'private', '--', '/bin/sh', '-c', lines.join('\n')]];
+}
