@@ -12,6 +12,9 @@
  * SIGTERM and SIGKILL reach it, and the mount namespace ends with it.
  */
 
+import { lstatSync, readlinkSync } from 'node:fs';
+import { join } from 'node:path';
+
 /** A volume of the pod: a local directory bound at `target` inside the root filesystem. */
 export interface RootfsMount {
   readonly source: string;
@@ -33,6 +36,39 @@ export interface RootfsCommand {
   /** An absolute path inside the root filesystem, or a name looked up on env.PATH there. */
   readonly command: string;
   readonly args: readonly string[];
+}
+
+/**
+ * The host path of `target` inside `rootfs`, with every symbolic link on the way
+ * resolved as the image sees it (Debian's /var/run is a link to /run: followed
+ * on the host, it would lead out of the root filesystem). A missing rest of
+ * the path is kept as it is, to be made as the mount point.
+ */
+export function pathInRoot(rootfs: string, target: string): string {
+  const parts = target.split('/').filter((part) => part !== '' && part !== '.');
+  const resolved: string[] = [];
+  for (let hops = 0; parts.length > 0; ) {
+    const part = parts.shift() as string;
+    if (part === '..') {
+      resolved.pop();
+      continue;
+    }
+    const host = join(rootfs, ...resolved, part);
+    let link: string | undefined;
+    try {
+      link = lstatSync(host).isSymbolicLink() ? readlinkSync(host) : undefined;
+    } catch {
+      link = undefined;
+    }
+    if (link === undefined) {
+      resolved.push(part);
+      continue;
+    }
+    if (++hops > 40) throw new RootfsCommandError(`too many symbolic links in ${target}`);
+    if (link.startsWith('/')) resolved.length = 0;
+    parts.unshift(...link.split('/').filter((piece) => piece !== '' && piece !== '.'));
+  }
+  return join(rootfs, ...resolved);
 }
 
 /** Single-quoted for a POSIX shell. */
@@ -67,7 +103,7 @@ export function rootfsCommandLine(spec: RootfsCommand): [string, string[]] {
   ];
   for (const mount of spec.mounts) {
     if (!mount.target.startsWith('/') || mount.target === '/') throw new RootfsCommandError(`mount target ${mount.target} must be an absolute path below /`);
-    const target = `${root}${quote(mount.target)}`;
+    const target = quote(pathInRoot(spec.rootfs, mount.target));
     // As a container runtime does, the mount point is made when the image lacks it (in the working container's layer, never the image).
     lines.push(`mkdir -p ${target}`, `mount --bind ${quote(mount.source)} ${target}`);
     if (mount.readOnly === true) lines.push(`mount -o remount,bind,ro ${target}`);
