@@ -1,4 +1,4 @@
-# Two images from one Dockerfile (docs/adr/0017-two-image-targets-built-in-ci.md):
+# Two images from one Dockerfile (docs/adr/0017-two-images-built-and-run-in-ci.md):
 #   --target plugin      the CMP sidecar and the render server: Node 24, the plugin and core, and the
 #                        pinned kustomize and helm (the default target: the last stage);
 #   --target controller  `driftless controller`: Node 24, the controller and core, production

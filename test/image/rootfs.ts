@@ -12,7 +12,7 @@
  * SIGTERM and SIGKILL reach it, and the mount namespace ends with it.
  */
 
-import { lstatSync, readlinkSync } from 'node:fs';
+import { existsSync, lstatSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 
 /** A volume of the pod: a local directory bound at `target` inside the root filesystem. */
@@ -112,6 +112,10 @@ export function rootfsCommandLine(spec: RootfsCommand): [string, string[]] {
   const env = Object.entries(spec.env).map(([name, value]) => quote(`${name}=${value}`));
   // chroot's own lookup of a bare command uses the PATH it is given, inside the new root.
   const inRoot = spec.cwd === undefined ? [] : ['/usr/bin/env', '-C', quote(spec.cwd)];
+  // The change of user clears the parent-death signal that test/cluster/processes.ts sets: set it again
+  // after it (with the image's setpriv, util-linux being essential in Debian), so that a test run that
+  // dies takes the command with it.
+  if (existsSync(pathInRoot(spec.rootfs, '/usr/bin/setpriv'))) inRoot.unshift('/usr/bin/setpriv', '--pdeathsig', 'KILL', '--');
   lines.push(
     `exec /usr/bin/env -i ${env.join(' ')} /usr/sbin/chroot --userspec=${uid}:${gid} --groups=${gid} ${root} ${[...inRoot, quote(spec.command), ...spec.args.map(quote)].join(' ')}`,
   );
