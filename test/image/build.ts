@@ -254,6 +254,8 @@ async function ensureNpmCache(cache: string): Promise<string> {
       env: process.env,
     });
     await rename(join(work, 'cache'), dir);
+    // The caches of earlier lock files are not read again.
+    for (const entry of await readdir(cache)) if (/^npm-[0-9a-f]{16}$/.test(entry) && join(cache, entry) !== dir) await rm(join(cache, entry), { recursive: true, force: true });
   } catch (error) {
     throw new ImageBuildError('filling the npm cache of the production dependencies failed', { cause: error });
   } finally {

@@ -16,7 +16,7 @@ import { imagesOrDiagnostic } from './checked.ts';
 
 const fixture = useCluster();
 
-fixture.test('the controller image restarts a Deployment when its Secret rotates, as UID 999 on a read-only root', async ({ cluster, namespace, t }) => {
+fixture.test('the controller image restarts a Deployment when its Secret rotates, as UID 999 on a read-only root without a shell', async ({ cluster, namespace, t }) => {
   const images = await imagesOrDiagnostic(t);
   if (images === undefined) return;
   const api = cluster.admin;

@@ -40,6 +40,20 @@ async function capture(file: string, args: readonly string[], options: { cwd?: s
   return { code, stdout, stderr };
 }
 
+describe('the image check on a machine that cannot build', () => {
+  it('says, without root, what to install and how to run it, instead of building', async () => {
+    const script = `import(${JSON.stringify(join(import.meta.dirname, 'build.ts'))}).then((m) => m.ensureImages()).then(` +
+      `() => process.exit(0), (e) => { process.stderr.write(e.name + ': ' + e.message); process.exit(7); });`;
+    // As nobody when this runs as root (as CI does); as the user it is otherwise.
+    const [file, args] = process.getuid?.() === 0
+      ? ['/usr/bin/setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', '--', process.execPath, '--input-type=module', '-e', script]]
+      : [process.execPath, ['--input-type=module', '-e', script]];
+    const result = await capture(file, args, { cwd: tmpdir(), env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', HOME: tmpdir() } });
+    assert.equal(result.code, 7, result.stderr);
+    assert.match(result.stderr, /^ImageToolsMissingError: not root: .*apt-get install -y --no-install-recommends buildah mmdebstrap/);
+  });
+});
+
 describe('the images built from the Dockerfile', () => {
   let images: Images | undefined;
   let work = '';
@@ -95,13 +109,17 @@ describe('the images built from the Dockerfile', () => {
     }
   });
 
-  it('runs the plugin\'s commands as UID 999 on a read-only root with output byte-identical to the checkout\'s', { timeout: 10 * 60_000 }, async (t) => {
+  it('runs the plugin\'s commands as UID 999 on a read-only root, without a shell, with output byte-identical to the checkout\'s', { timeout: 10 * 60_000 }, async (t) => {
     if (images === undefined) return t.diagnostic('the images were not built (see the first test)');
     const plugin = images.plugin;
     const renderers = await ensureRenderers();
     const keyDir = await mkdtemp(join(work, 'key-'));
     await writeFile(join(keyDir, 'key'), 'image-check-key-0123456789abcdef\n', { mode: 0o644 });
     await chmod(keyDir, 0o755);
+    // No shell at run time: every shell of the image is masked (an empty file cannot be executed), so a command that needed one would fail.
+    const shells = ['/usr/bin/dash', '/usr/bin/bash'].filter((shell) => existsSync(join(plugin.rootfs, shell)));
+    assert.ok(shells.length > 0, 'the base has a shell to mask');
+    const noShell: RootfsMount[] = shells.map((shell) => ({ source: '/dev/null', target: shell, readOnly: true }));
     const application = 'apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: shop}\nspec:\n  source: {repoURL: https://example.invalid/r.git, path: app, helm: {releaseName: shop, valueFiles: [values.yaml]}}\n';
     const deployment = await readFile(join(repoRoot, 'examples', 'directory', 'deployment.yaml'), 'utf8');
     const cases: { args: string[]; stdin?: string; keyed?: boolean }[] = [
@@ -120,7 +138,7 @@ describe('the images built from the Dockerfile', () => {
     for (const { args, stdin, keyed } of cases) {
       const home = await mkdtemp(join(work, 'tmp-'));
       await chmod(home, 0o1777);
-      const mounts: RootfsMount[] = [{ source: home, target: '/tmp' }, { source: keyDir, target: '/etc/driftless/hash-key', readOnly: true }];
+      const mounts: RootfsMount[] = [{ source: home, target: '/tmp' }, { source: keyDir, target: '/etc/driftless/hash-key', readOnly: true }, ...noShell];
       const [file, argv] = rootfsCommandLine({
         rootfs: plugin.rootfs,
         mounts,

@@ -105,7 +105,7 @@ export function rootfsCommandLine(spec: RootfsCommand): [string, string[]] {
     if (!mount.target.startsWith('/') || mount.target === '/') throw new RootfsCommandError(`mount target ${mount.target} must be an absolute path below /`);
     const target = quote(pathInRoot(spec.rootfs, mount.target));
     // As a container runtime does, the mount point is made when the image lacks it (in the working container's layer, never the image).
-    lines.push(`mkdir -p ${target}`, `mount --bind ${quote(mount.source)} ${target}`);
+    lines.push(`[ -e ${target} ] || mkdir -p ${target}`, `mount --bind ${quote(mount.source)} ${target}`);
     if (mount.readOnly === true) lines.push(`mount -o remount,bind,ro ${target}`);
   }
   lines.push(`mount -o remount,bind,ro ${root}`);

@@ -5,6 +5,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
+import { existsSync } from 'node:fs';
 import { chmod, mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -48,7 +49,7 @@ export interface ControllerProcessOptions {
   /**
    * Run `driftless controller` from this root filesystem of the controller image (test/image) as
    * its Deployment runs it: the image's user, a read-only root, a writable /tmp, the kubeconfig on a
-   * read-only volume, only the image's env and `env`. Flags naming files must then name paths in
+   * read-only volume, no shell, only the image's env and `env`. Flags naming files must then name paths in
    * the container. Default: from the checkout, on the Node the tests run on.
    */
   readonly image?: ControllerImageRoot;
@@ -96,6 +97,8 @@ export async function startControllerProcess(cluster: Cluster, options: Controll
       mounts: [
         { source: join(volumes, 'kubeconfig'), target: IMAGE_KUBECONFIG_DIR, readOnly: true },
         { source: join(volumes, 'tmp'), target: '/tmp' },
+        // It needs no shell: the image's shells are masked (an empty file cannot be executed).
+        ...['/usr/bin/dash', '/usr/bin/bash'].filter((shell) => existsSync(join(options.image?.rootfs ?? '', shell))).map((shell) => ({ source: '/dev/null', target: shell, readOnly: true })),
       ],
       user: options.image.user,
       env: { ...options.image.env, ...options.env },
