@@ -237,6 +237,10 @@ async function ensureStandIns(cache: string, { buildah, exists }: Buildah, timin
   });
   await buildah(['tag', `${STAND_IN_REPO}:golang-${goKey}`, full(golangBase)]);
   await buildah(['tag', `${STAND_IN_REPO}:node-${nodeKey}`, full(nodeBase)]);
+  // Stand-ins of an earlier Go, Node or npm are not used again.
+  const current = new Set([`${STAND_IN_REPO}:golang-${goKey}`, `${STAND_IN_REPO}:node-${nodeKey}`]);
+  const standIns = (await buildah(['images', '--noheading', '--format', '{{.Name}}:{{.Tag}}'])).split('\n').filter((image) => image.startsWith(`${STAND_IN_REPO}:`) && !current.has(image));
+  for (const image of standIns) await buildah(['rmi', image]).catch(() => '');
   return { golang: full(golangBase), node: full(nodeBase) };
 }
 
