@@ -18,7 +18,7 @@
  */
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { cp, mkdir, mkdtemp, readdir, readFile, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, cp, mkdir, mkdtemp, readdir, readFile, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { CommandError, runCommand } from '../cluster/exec.ts';
@@ -331,7 +331,8 @@ async function buildImages(): Promise<Images> {
         // /tmp of every RUN step: the filled npm cache where the Dockerfile's npm ci looks, and afterwards whatever the steps left.
         const tmp = join(work, 'tmp');
         await mkdir(tmp);
-        await runCommand('chmod', ['1777', tmp], { cwd: '/', env: process.env });
+        // As /tmp is: the plugin stage's priming step runs as UID 999.
+        await chmod(tmp, 0o1777);
         const common = ['bud', '--pull=never', '--isolation=chroot', '--layers', '--file', join(repoRoot, 'Dockerfile')];
         let started = Date.now();
         // The tools stage alone, with the Go caches: the same go install argv as test/tools.ts, so helm and kustomize link from the cache.
