@@ -1,7 +1,12 @@
-# One image for the Driftless CMP sidecar and the controller: the Node 24
-# runtime, production dependencies only, and the pinned kustomize and helm built
-# from the Go module proxy with exactly the commands test/tools.ts runs.
-# test/tools.test.ts checks the pins and the copied paths against the repository.
+# Two images from one Dockerfile (docs/adr/0017-two-images-built-and-run-in-ci.md):
+#   --target plugin      the CMP sidecar and the render server: Node 24, the plugin and core, and the
+#                        pinned kustomize and helm (the default target: the last stage);
+#   --target controller  `driftless controller`: Node 24, the controller and core, production
+#                        dependencies only; no helm, kustomize or plugin code in the most privileged
+#                        component.
+# kustomize and helm are built from the Go module proxy with exactly the commands test/tools.ts runs.
+# test/tools.test.ts checks the pins and the copied paths against the repository; test/image/ builds
+# both targets with buildah and runs them (README: "The images").
 
 FROM golang:1.26 AS tools
 ENV CGO_ENABLED=0 GOBIN=/out GOFLAGS=-buildvcs=false
@@ -10,23 +15,44 @@ RUN go install -trimpath "-ldflags=-s -w" sigs.k8s.io/kustomize/kustomize/v5@v5.
 RUN go install -trimpath "-ldflags=-s -w -X helm.sh/helm/v4/internal/version.version=v4.3.2" helm.sh/helm/v4/cmd/helm@v4.3.2
 RUN /out/kustomize version && /out/helm version --short
 
-# The Node version pinned by package.json's `node` devDependency, which the tests run on.
-FROM node:24.21.0-slim
+# What both images share. The Node version pinned by package.json's `node` devDependency, which the
+# tests run on.
+FROM node:24.21.0-slim AS runtime
+LABEL org.opencontainers.image.source="https://github.com/driftless/driftless" \
+      org.opencontainers.image.version="0.1.0" \
+      org.opencontainers.image.licenses="Apache-2.0" \
+      org.opencontainers.image.vendor="Driftless"
 WORKDIR /opt/driftless
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --ignore-scripts && npm cache clean --force
+# npm's cache and logs go to /tmp/npm and are removed in the same layer, so no layer holds them (the
+# default, /root/.npm, would keep the debug log); so is the compile cache npm itself writes to /tmp.
+# --prefer-offline: a build that mounts a filled cache at /tmp (test/image/build.ts) needs no network.
+# The SBOM (SPDX 2.3, of the production dependencies in the lock file) ships beside the code.
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund --no-update-notifier --prefer-offline \
+        --cache=/tmp/npm/cache --logs-dir=/tmp/npm/logs \
+    && npm sbom --omit=dev --package-lock-only --sbom-format=spdx --cache=/tmp/npm/cache --logs-dir=/tmp/npm/logs > /opt/driftless/sbom.spdx.json \
+    && rm -rf /tmp/npm /tmp/node-compile-cache
 COPY bin/ bin/
 COPY cli/ cli/
 COPY core/ core/
-COPY plugin/ plugin/
+RUN ln -s /opt/driftless/bin/driftless.js /usr/local/bin/driftless
+
+# The controller: `driftless controller` (manifests/controller, charts/driftless). No ENTRYPOINT:
+# the Deployment sets the command.
+FROM runtime AS controller
+LABEL org.opencontainers.image.title="driftless-controller"
 COPY controller/ controller/
+USER 999:999
+
+# The plugin: the sidecar's command is Argo CD's /var/run/argocd/argocd-cmp-server, which runs
+# `driftless generate`; the render server runs `driftless serve` (manifests/plugin).
+FROM runtime AS plugin
+LABEL org.opencontainers.image.title="driftless-plugin"
+COPY plugin/ plugin/
 COPY examples/ examples/
 COPY --from=tools /out/kustomize /out/helm /usr/local/bin/
-RUN ln -s /opt/driftless/bin/driftless.js /usr/local/bin/driftless
 RUN mkdir /opt/driftless/node-compile-cache && chown 999:999 /opt/driftless/node-compile-cache
-# Argo CD runs CMP sidecars as UID 999. No ENTRYPOINT: the sidecar's command is
-# Argo CD's /var/run/argocd/argocd-cmp-server, which runs `driftless generate`; the
-# controller's Deployment runs `driftless controller` (manifests/controller, charts/driftless).
+# Argo CD runs CMP sidecars as UID 999.
 USER 999:999
 # Node's compile cache, primed here for the sidecar (NODE_COMPILE_CACHE in manifests/plugin and
 # charts/driftless/argo-cd-values.yaml): every render is a new process, and without the cache each

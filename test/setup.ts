@@ -9,12 +9,14 @@
  */
 import { ensureArgoCdBinaries, ensureClusterBinaries } from './cluster/build.ts';
 import { ensureFaketime } from './cluster/faketime.ts';
+import { ensureImages, ImageToolsMissingError } from './image/build.ts';
 import { ensureRenderers, ensureTools } from './tools.ts';
 
 const USAGE = [
   'Usage: npm run setup [-- --tools]',
   '',
-  '  (no flag)  install everything the tests need: kustomize, helm, the Go YAML oracle, the test cluster, Argo CD',
+  '  (no flag)  install everything the tests need: kustomize, helm, the Go YAML oracle, the test cluster, Argo CD,',
+  '             and build the Dockerfile\'s two images with buildah (as root)',
   '  --tools    install only the pinned kustomize and helm, into ${XDG_CACHE_HOME:-~/.cache}/driftless/tools/,',
   '             and print the line that puts them first on PATH: eval "$(npm run --silent setup -- --tools)"',
   '',
@@ -42,19 +44,34 @@ async function main(argv: readonly string[]): Promise<number> {
     process.stdout.write(`export PATH=${shellQuote(tools.binDir)}:"$PATH"\n`);
     return 0;
   }
-  // Two lanes at once: the renderers and the cluster in one, libfaketime and Argo CD in the other.
-  // Each Go build alone leaves a core idle for much of its time (module downloads, single-threaded
-  // links), so on 2 cores the lanes together finish minutes sooner than one after the other; within
-  // a lane the builds share a Go build cache and are kept in order, so no package compiles twice.
+  // The fault tests run the controller under a shifted clock (installed with apt-get when CI=true). First,
+  // alone: the image lane may run apt-get too, and two at once would fight over dpkg's lock.
+  process.stderr.write(`setup: libfaketime ${await ensureFaketime()}\n`);
+  // Two lanes at once: the renderers, the cluster and the images in one, Argo CD in the
+  // other. Each Go build alone leaves a core idle for much of its time (module downloads, single-threaded
+  // links), so on 2 cores the lanes together finish minutes sooner than one after the other; within a
+  // lane the builds share a Go build cache and are kept in order, so no package compiles twice.
   const cluster = (async () => {
     const tools = await ensureTools();
     process.stderr.write(`setup: kustomize ${tools.kustomize}\nsetup: helm      ${tools.helm}\n`);
     await ensureClusterBinaries();
     process.stderr.write('setup: cluster binaries ready\n');
+    // The Dockerfile's two images (test/image), after the tools: their tools stage links helm and kustomize
+    // from the Go build cache ensureTools filled. In CI (root) buildah and mmdebstrap are installed if missing;
+    // a developer's machine without them gets the same note from the image tests, which then pass.
+    const imageStarted = Date.now();
+    try {
+      const images = await ensureImages();
+      const mb = (bytes: number): string => `${(bytes / 1e6).toFixed(0)} MB`;
+      process.stderr.write(
+        `setup: images ready in ${((Date.now() - imageStarted) / 1000).toFixed(1)} s (plugin ${mb(images.plugin.sizeBytes)}, controller ${mb(images.controller.sizeBytes)})\n`,
+      );
+    } catch (error) {
+      if (!(error instanceof ImageToolsMissingError) || process.env['CI'] === 'true') throw error;
+      process.stderr.write(`setup: images not built: ${error.message}\n`);
+    }
   })();
   const argocd = (async () => {
-    // The fault tests run the controller under a shifted clock (installed with apt-get when CI=true).
-    process.stderr.write(`setup: libfaketime ${await ensureFaketime()}\n`);
     // Built here, once, so no test file's before hook waits ~15 minutes for it.
     await ensureArgoCdBinaries();
     process.stderr.write('setup: Argo CD binaries ready\n');

@@ -22,12 +22,37 @@ const packageJson = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'))
   devDependencies?: Record<string, string>;
 };
 
-/** Dockerfile instructions of the last (runtime) stage, continuation lines joined. */
-function runtimeStage(): string[] {
+/** Dockerfile instructions (continuation lines joined), split by stage: name → its instructions, FROM first. */
+function stages(): Map<string, string[]> {
   const instructions = dockerfile.replace(/\\\n/g, ' ').split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('#'));
-  const lastFrom = instructions.findLastIndex((l) => /^FROM\s/i.test(l));
-  return instructions.slice(lastFrom);
+  const byName = new Map<string, string[]>();
+  let current: string[] = [];
+  for (const line of instructions) {
+    const from = /^FROM\s+\S+(?:\s+AS\s+(\S+))?$/i.exec(line);
+    if (from) {
+      current = [];
+      byName.set(from[1] ?? `#${byName.size}`, current);
+    }
+    current.push(line);
+  }
+  return byName;
 }
+
+/** The instructions that make an image: the stage's and, first, those of the stages it is FROM. */
+function imageInstructions(target: string): string[] {
+  const all = stages();
+  const own = all.get(target);
+  assert.ok(own, `the Dockerfile has a stage ${target}`);
+  const base = (own[0] as string).split(/\s+/)[1] as string;
+  return all.has(base) ? [...imageInstructions(base), ...own.slice(1)] : own;
+}
+
+/** The paths an image's COPY instructions take from the build context. */
+function copiedSources(instructions: readonly string[]): string[] {
+  return instructions.filter((l) => /^COPY\s/.test(l) && !/--from=/.test(l)).flatMap((l) => l.split(/\s+/).slice(1, -1));
+}
+
+const matchesSource = (path: string) => (source: string): boolean => (source.endsWith('/') ? path.startsWith(source) : path === source);
 
 describe('ensureTools', () => {
   it('installs the pinned kustomize and helm and a binDir holding exactly both', async () => {
@@ -104,38 +129,74 @@ describe('Dockerfile', () => {
     assert.match(dockerfile, /^ENV CGO_ENABLED=0 /m);
   });
 
-  it('runs on the Node version the tests run on, with production dependencies only, as UID 999, without an entrypoint', () => {
-    const stage = runtimeStage();
-    assert.equal(stage[0], `FROM node:${packageJson.devDependencies?.['node']}-slim`);
-    assert.ok(stage.some((l) => /^RUN npm ci --omit=dev\b/.test(l)));
-    assert.equal(stage.filter((l) => /^USER\s/.test(l)).at(-1), 'USER 999:999');
-    assert.ok(!stage.some((l) => /^(ENTRYPOINT|CMD)\s/.test(l)), 'the sidecar sets the command');
-    assert.ok(stage.some((l) => l === 'COPY --from=tools /out/kustomize /out/helm /usr/local/bin/'));
-    // plugin.yaml runs `driftless generate`, so the CLI must be on PATH under that name.
-    assert.ok(stage.some((l) => l === 'RUN ln -s /opt/driftless/bin/driftless.js /usr/local/bin/driftless'));
+  it('has a plugin and a controller target, the plugin the default (last) one, both on the tests\' Node, as UID 999, without an entrypoint', () => {
+    const names = [...stages().keys()];
+    assert.deepEqual(names, ['tools', 'runtime', 'controller', 'plugin']);
+    assert.equal(stages().get('runtime')?.[0], `FROM node:${packageJson.devDependencies?.['node']}-slim AS runtime`);
+    for (const target of ['plugin', 'controller']) {
+      const image = imageInstructions(target);
+      assert.ok(image.some((l) => /^RUN npm ci --omit=dev\b/.test(l)), `${target}: production dependencies only`);
+      assert.equal(image.filter((l) => /^USER\s/.test(l)).at(-1), 'USER 999:999', `${target}: runs as UID 999`);
+      assert.ok(!image.some((l) => /^(ENTRYPOINT|CMD)\s/.test(l)), `${target}: the pod sets the command`);
+      // plugin.yaml and the controller's Deployment run `driftless …`, so the CLI must be on PATH under that name.
+      assert.ok(image.includes('RUN ln -s /opt/driftless/bin/driftless.js /usr/local/bin/driftless'), `${target}: driftless on PATH`);
+    }
     assert.match(readFileSync(join(root, 'bin', 'driftless.js'), 'utf8'), /^#!\/usr\/bin\/env node\n/);
+    assert.ok(imageInstructions('plugin').includes('COPY --from=tools /out/kustomize /out/helm /usr/local/bin/'));
+    assert.ok(!imageInstructions('controller').some((l) => /--from=tools|kustomize|helm/.test(l)), 'the controller has no renderer');
   });
 
-  it('copies every file the CLI can load, the plugin\'s and the controller\'s, and .dockerignore lets them through', () => {
-    const stage = runtimeStage();
-    const workdir = stage.filter((l) => /^WORKDIR\s/.test(l)).at(-1)?.split(/\s+/)[1];
-    assert.equal(workdir, '/opt/driftless');
-    const copied = stage
-      .filter((l) => /^COPY\s/.test(l) && !/--from=/.test(l))
-      .flatMap((l) => l.split(/\s+/).slice(1, -1));
+  it('copies every file each command loads into its image, nothing of the other component, and .dockerignore lets them through', () => {
     const allowed = readFileSync(join(root, '.dockerignore'), 'utf8')
       .split('\n')
       .filter((l) => l.startsWith('!'))
       .map((l) => l.slice(1));
-    const loaded = loadedFiles(join(root, 'bin', 'driftless.js'));
-    // Both commands of the image: `driftless generate` (the sidecar) and `driftless controller`.
-    for (const entry of ['plugin/main.ts', 'controller/main.ts']) assert.ok(loaded.includes(join(root, entry)), `the CLI loads ${entry}`);
-    for (const file of loaded) {
-      const path = relative(root, file);
-      assert.ok(copied.some((source) => (source.endsWith('/') ? path.startsWith(source) : path === source)), `${path} is copied into the image`);
-      assert.ok(allowed.some((source) => (source.endsWith('/') ? path.startsWith(source) : path === source)), `${path} is not excluded by .dockerignore`);
+    const bin = join(root, 'bin', 'driftless.js');
+    // bin/driftless.js routes `controller` and `explain --live` to the controller's code, everything else to the plugin's.
+    const plugin = [bin, ...loadedFiles(join(root, 'plugin', 'main.ts'))];
+    const controller = [bin, ...loadedFiles(join(root, 'controller', 'main.ts')), ...loadedFiles(join(root, 'controller', 'explain', 'main.ts'))];
+    const cases = [
+      { target: 'plugin', loaded: plugin, other: 'controller/' },
+      { target: 'controller', loaded: controller, other: 'plugin/' },
+    ];
+    for (const { target, loaded, other } of cases) {
+      const image = imageInstructions(target);
+      assert.equal(image.filter((l) => /^WORKDIR\s/.test(l)).at(-1)?.split(/\s+/)[1], '/opt/driftless');
+      const copied = copiedSources(image);
+      for (const file of loaded) {
+        const path = relative(root, file);
+        assert.ok(!path.startsWith(other), `${target}: loads ${path}, code of the other component`);
+        assert.ok(copied.some(matchesSource(path)), `${path} is copied into the ${target} image`);
+        assert.ok(allowed.some(matchesSource(path)), `${path} is not excluded by .dockerignore`);
+      }
+      assert.ok(!copied.includes(other), `the ${target} image has no ${other}`);
+      for (const source of copied) assert.ok(allowed.includes(source), `.dockerignore lets ${source} through`);
     }
-    for (const source of copied) assert.ok(allowed.includes(source), `.dockerignore lets ${source} through`);
+    assert.ok(!copiedSources(imageInstructions('controller')).includes('examples/'), 'the examples only prime the plugin\'s compile cache');
+  });
+
+  it('labels both images (source, version, licenses) and leaves no npm cache, npm log or compile cache in a layer', () => {
+    const runtime = stages().get('runtime') ?? [];
+    const labels = runtime.filter((l) => /^LABEL\s/.test(l)).join(' ');
+    assert.match(labels, /org\.opencontainers\.image\.source="https:\/\/github\.com\/driftless\/driftless"/);
+    const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string; license: string };
+    assert.ok(labels.includes(`org.opencontainers.image.version="${pkg.version}"`), 'the version label is package.json\'s');
+    assert.ok(labels.includes(`org.opencontainers.image.licenses="${pkg.license}"`), 'the licenses label is package.json\'s');
+    const npm = runtime.filter((l) => /\bnpm\b/.test(l));
+    assert.equal(npm.length, 1, 'one RUN does everything npm does, so it can clean up in its own layer');
+    const line = npm[0] as string;
+    for (const flag of ['--cache=/tmp/npm/cache', '--logs-dir=/tmp/npm/logs']) assert.ok(line.split(flag).length - 1 === 2, `npm ci and npm sbom both use ${flag}`);
+    assert.match(line, /&& rm -rf \/tmp\/npm \/tmp\/node-compile-cache$/, 'the same RUN removes npm\'s cache and logs and the compile cache npm itself writes');
+    assert.match(line, /npm sbom --omit=dev --package-lock-only --sbom-format=spdx .*> \/opt\/driftless\/sbom\.spdx\.json/);
+  });
+
+  it('is named by manifests and chart: the plugin image for the sidecars, the controller image for the controller', () => {
+    const images = (file: string): string[] => [...readFileSync(join(root, file), 'utf8').matchAll(/^\s*image:\s*(\S+)\s*$/gm)].map((m) => m[1] as string);
+    for (const file of ['manifests/plugin/argocd-repo-server.patch.yaml', 'charts/driftless/argo-cd-values.yaml']) {
+      assert.deepEqual(images(file), ['ghcr.io/driftless/driftless-plugin:0.1.0', 'ghcr.io/driftless/driftless-plugin:0.1.0'], file);
+    }
+    assert.deepEqual(images('manifests/controller/base/deployment.yaml'), ['ghcr.io/driftless/driftless-controller:0.1.0']);
+    assert.match(readFileSync(join(root, 'charts', 'driftless', 'values.yaml'), 'utf8'), /^  repository: ghcr\.io\/driftless\/driftless-controller$/m);
   });
 });
 

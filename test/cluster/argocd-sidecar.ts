@@ -29,12 +29,30 @@ export interface SidecarProcess {
   readonly env: Readonly<Record<string, string>>;
   /** Maps a container path to its local path (for the CMP server's defaults). */
   localPath(containerPath: string): string;
+  /** The container as the patch declares it, paths unmapped: for running it from the image's root filesystem. */
+  readonly container: SidecarContainer;
+}
+
+/** A sidecar container of the patch, unmapped: its own command, env, user and volumes. */
+export interface SidecarContainer {
+  readonly command: string;
+  readonly args: readonly string[];
+  readonly env: Readonly<Record<string, string>>;
+  /** `runAsUser:runAsGroup` of its securityContext. */
+  readonly user: string;
+  readonly readOnlyRootFilesystem: boolean;
+  /**
+   * Each volume mount as a local directory at a container directory (a `subPath`
+   * mount of one file as its volume's directory at the file's directory, as above).
+   */
+  readonly mounts: readonly { readonly source: string; readonly target: string; readonly readOnly: boolean }[];
 }
 
 interface Mount {
   readonly name: string;
   readonly mountPath: string;
   readonly subPath?: string;
+  readonly readOnly?: boolean;
 }
 
 interface PatchContainer {
@@ -43,6 +61,7 @@ interface PatchContainer {
   readonly args?: readonly string[];
   readonly env?: readonly { readonly name: string; readonly value?: string }[];
   readonly volumeMounts?: readonly Mount[];
+  readonly securityContext?: { readonly runAsUser?: number; readonly runAsGroup?: number; readonly readOnlyRootFilesystem?: boolean };
 }
 
 interface Patch {
@@ -71,13 +90,15 @@ export async function sidecarFromPatch(
   const mounts = (container.volumeMounts ?? []).map((mount) => {
     const local = volumes[mount.name];
     if (local === undefined) throw new SidecarPatchError(`${patchFile}: the harness has no local directory for volume ${mount.name}`);
-    if (mount.subPath === undefined) return { containerPath: mount.mountPath, local };
+    const readOnly = mount.readOnly === true;
+    if (mount.subPath === undefined) return { containerPath: mount.mountPath, local, readOnly };
     if (mount.subPath !== basename(mount.mountPath)) {
       throw new SidecarPatchError(`${patchFile}: subPath ${mount.subPath} mounted under another name at ${mount.mountPath}`);
     }
-    return { containerPath: dirname(mount.mountPath), local };
+    return { containerPath: dirname(mount.mountPath), local, readOnly };
   });
-  mounts.push(...Object.entries(imageDirs).map(([containerPath, local]) => ({ containerPath, local })));
+  const volumeMounts = mounts.map(({ containerPath, local, readOnly }) => ({ source: local, target: containerPath, readOnly }));
+  mounts.push(...Object.entries(imageDirs).map(([containerPath, local]) => ({ containerPath, local, readOnly: false })));
   // Longest first, so /home/argocd/cmp-server/plugins wins over a mount of /home.
   mounts.sort((a, b) => b.containerPath.length - a.containerPath.length);
   const localPath = (containerPath: string): string => {
@@ -90,14 +111,25 @@ export async function sidecarFromPatch(
   const mapValue = (value: string): string => (value.startsWith('/') ? localPath(value) : value);
 
   const env: Record<string, string> = { TMPDIR: localPath('/tmp') };
+  const containerEnv: Record<string, string> = {};
   for (const variable of container.env ?? []) {
     if (variable.value === undefined) throw new SidecarPatchError(`${patchFile}: env ${variable.name} has no literal value`);
     env[variable.name] = mapValue(variable.value);
+    containerEnv[variable.name] = variable.value;
   }
+  const security = container.securityContext ?? {};
   return {
     command: mapValue(container.command[0]),
     args: [...container.command.slice(1), ...(container.args ?? [])].map(mapValue),
     env,
     localPath,
+    container: {
+      command: container.command[0],
+      args: [...container.command.slice(1), ...(container.args ?? [])],
+      env: containerEnv,
+      user: `${security.runAsUser ?? ''}:${security.runAsGroup ?? ''}`,
+      readOnlyRootFilesystem: security.readOnlyRootFilesystem === true,
+      mounts: volumeMounts,
+    },
   };
 }

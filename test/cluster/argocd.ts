@@ -12,13 +12,14 @@
  * port, picked per start).
  */
 import { randomBytes } from 'node:crypto';
-import { chmod, mkdir, readdir, readFile, stat, symlink, writeFile } from 'node:fs/promises';
+import { chmod, copyFile, link, mkdir, readdir, readFile, stat, symlink, writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import type { KubeObject } from './api.ts';
 import { ensureArgoCdBinaries, type CachedCrd } from './build.ts';
 import { freePorts, type Cluster } from './harness.ts';
-import { sidecarFromPatch } from './argocd-sidecar.ts';
+import { sidecarFromPatch, type SidecarContainer } from './argocd-sidecar.ts';
+import { rootfsCommandLine } from '../image/rootfs.ts';
 import { createGitRepo, type GitRepo } from './git-repo.ts';
 import { startComponent, tailLog, type Component, type ComponentSpec } from './processes.ts';
 import { waitFor, type WaitOptions } from '../support/wait.ts';
@@ -86,6 +87,19 @@ export interface ArgoCdOptions {
    * `manifests`: what the repo server renders for an Application, whichever its source type.
    */
   readonly apiServer?: boolean;
+  /**
+   * Run the sidecar (argocd-cmp-server) and the render server from this root filesystem of the
+   * plugin image (test/image/build.ts) as the patch's containers run: its user, a read-only root,
+   * its volumes at their mount paths, its env over the image's. Default: from the checkout, on the
+   * Node the tests run on, with the patch's paths mapped to local directories.
+   */
+  readonly pluginImage?: PluginImageRoot;
+}
+
+/** The plugin image's root filesystem and the environment its config sets. */
+export interface PluginImageRoot {
+  readonly rootfs: string;
+  readonly env: Readonly<Record<string, string>>;
 }
 
 /** A running Argo CD. */
@@ -201,7 +215,7 @@ export async function startArgoCD(cluster: Cluster, options: ArgoCdOptions = {})
   if (Buffer.byteLength(socketPath) >= maxSocketPathBytes) {
     throw new ArgoCdStartError(`the plugin socket path ${socketPath} is too long for a unix socket; use a shorter TMPDIR`);
   }
-  for (const sub of ['bin', 'sidecar-bin', 'plugins', 'sidecar-tmp', 'hash-key', 'repo-server-tmp', 'home', 'tls', 'ssh', 'repos', 'sidecar-image']) {
+  for (const sub of ['bin', 'sidecar-bin', 'plugins', 'sidecar-tmp', 'hash-key', 'repo-server-tmp', 'home', 'tls', 'ssh', 'repos', 'sidecar-image', 'var-files']) {
     await mkdir(dir(sub), { recursive: true });
   }
 
@@ -266,8 +280,11 @@ export async function startArgoCD(cluster: Cluster, options: ArgoCdOptions = {})
       abortIf: alive(redis),
     });
 
+    const image = options.pluginImage;
+    if (image !== undefined) await prepareImageVolumes(dir, binaries.argocd);
     const podVolumes = {
-      'var-files': dir('bin'),
+      // From the image, the cmp-server runs inside its root: a copy, as Argo CD's copyutil init container makes, not a link out of it.
+      'var-files': image === undefined ? dir('bin') : dir('var-files'),
       plugins: socketsDir,
       'driftless-plugin': pluginManifestsDir,
       'driftless-tmp': dir('sidecar-tmp'),
@@ -296,14 +313,15 @@ export async function startArgoCD(cluster: Cluster, options: ArgoCdOptions = {})
     const renderServerLogStart = await stat(join(logDir, `${renderServerName}.log`)).then((stats) => stats.size, () => 0);
     const renderServer = run({
       name: renderServerName,
-      command: renderServerSpec.command,
-      args: renderServerSpec.args,
-      env: { PATH: imagePath, ...renderServerSpec.env },
+      ...(image === undefined
+        ? { command: renderServerSpec.command, args: renderServerSpec.args, env: { PATH: imagePath, ...renderServerSpec.env } }
+        : fromImage(image, renderServerSpec.container)),
     });
     const renderServerLog = async (): Promise<string> =>
       (await readFile(renderServer.logFile)).subarray(renderServerLogStart).toString('utf8');
     // Before the cmp-server, so that no render of the tests falls back to rendering in-process.
-    const listening = `driftless serve: listening on ${renderSocket}`;
+    // From the image, the server names the socket by its path inside the container.
+    const listening = `driftless serve: listening on ${image === undefined ? renderSocket : renderServerSpec.container.env['DRIFTLESS_RENDER_SOCKET']}`;
     await waitFor(`the render server to log "${listening}"`, async () => (await renderServerLog()).includes(listening), {
       timeoutMs: startTimeoutMs,
       abortIf: alive(renderServer),
@@ -317,10 +335,14 @@ export async function startArgoCD(cluster: Cluster, options: ArgoCdOptions = {})
     };
     const cmpServer = run({
       name: 'argocd-cmp-server',
-      command: sidecar.command,
-      // Its default config dir, where the patch mounts plugin.yaml.
-      args: [...sidecar.args, `--config-dir-path=${sidecar.localPath('/home/argocd/cmp-server/config')}`],
-      env: pluginEnvironment,
+      ...(image === undefined
+        ? {
+          command: sidecar.command,
+          // Its default config dir, where the patch mounts plugin.yaml.
+          args: [...sidecar.args, `--config-dir-path=${sidecar.localPath('/home/argocd/cmp-server/config')}`],
+          env: pluginEnvironment,
+        }
+        : fromImage(image, sidecar.container)),
     });
     await waitFor(`the plugin socket ${socketPath}`, () => readdir(socketsDir).then((names) => names.includes(`${pluginName}.sock`)), {
       timeoutMs: startTimeoutMs,
@@ -457,6 +479,33 @@ export async function startArgoCD(cluster: Cluster, options: ArgoCdOptions = {})
     await stop();
     throw new ArgoCdStartError(`starting Argo CD failed: ${String(error)}\n${detail}`, { cause: error });
   }
+}
+
+/**
+ * What the pod gives the plugin's volumes, which the containers (UID 999) use from the image: emptyDirs
+ * writable by all, the hash key Secret at its default mode 0644, and the cmp-server binary in var-files.
+ */
+async function prepareImageVolumes(dir: (...parts: string[]) => string, argocdBinary: string): Promise<void> {
+  for (const emptyDir of ['plugins', 'sidecar-tmp']) await chmod(dir(emptyDir), 0o777);
+  await chmod(dir('hash-key', 'key'), 0o644);
+  const cmpServer = dir('var-files', 'argocd-cmp-server');
+  // Argo CD's binary is ~200 MB: a hard link where the cache and the state dir share a file system.
+  await link(argocdBinary, cmpServer).catch(() => copyFile(argocdBinary, cmpServer));
+}
+
+/** A container of the patch, run from the plugin image's root filesystem (test/image/rootfs.ts). */
+function fromImage(image: PluginImageRoot, container: SidecarContainer): Omit<ComponentSpec, 'name' | 'logFile'> {
+  if (!container.readOnlyRootFilesystem) throw new ArgoCdStartError(`the patch's ${container.command} container has no readOnlyRootFilesystem: true`);
+  const [command, args] = rootfsCommandLine({
+    rootfs: image.rootfs,
+    mounts: container.mounts,
+    user: container.user,
+    env: { ...image.env, ...container.env },
+    command: container.command,
+    args: container.args,
+  });
+  // Only the tools that set up the mounts and the chroot come from the machine.
+  return { command, args, env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' } };
 }
 
 /**

@@ -5,11 +5,13 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { chmod, mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { Cluster } from '../../cluster/harness.ts';
 import { tiedToThisProcess } from '../../cluster/processes.ts';
+import { rootfsCommandLine } from '../../image/rootfs.ts';
 import { waitFor } from '../../support/wait.ts';
 import { LEAK_CANARY } from './fixtures.ts';
 import { credentialsOfFiles, findLeak, gitCredentialsIn } from './leak.ts';
@@ -44,7 +46,24 @@ export interface ControllerProcessOptions {
   /** A kubeconfig (YAML) to use instead of the admin one. */
   readonly kubeconfig?: string;
   readonly env?: Readonly<Record<string, string>>;
+  /**
+   * Run `driftless controller` from this root filesystem of the controller image (test/image) as
+   * its Deployment runs it: the image's user, a read-only root, a writable /tmp, the kubeconfig on a
+   * read-only volume, no shell, only the image's env and `env`. Flags naming files must then name paths in
+   * the container. Default: from the checkout, on the Node the tests run on.
+   */
+  readonly image?: ControllerImageRoot;
 }
+
+/** The controller image's root filesystem, its config's env and user. */
+export interface ControllerImageRoot {
+  readonly rootfs: string;
+  readonly env: Readonly<Record<string, string>>;
+  readonly user: string;
+}
+
+/** Where the kubeconfig volume is mounted in the container when the controller runs from the image. */
+const IMAGE_KUBECONFIG_DIR = '/etc/driftless/kubeconfig';
 
 /** Starts `driftless controller` with test-friendly defaults (debounce 0.5s, recheck 0.5s, debug logs). */
 export async function startControllerProcess(cluster: Cluster, options: ControllerProcessOptions = {}): Promise<ControllerProcess> {
@@ -74,12 +93,34 @@ export async function startControllerProcess(cluster: Cluster, options: Controll
   // Test-friendly defaults, each unless the test sets the flag itself.
   const defaults = ['--debounce=500ms', '--restart-check-interval=500ms', '--log-level=debug', '--http-addr=127.0.0.1:0']
     .filter((flag) => !args.some((arg) => arg.startsWith(`${flag.split('=')[0] as string}=`)));
+  let command: [string, string[]] = [process.execPath, [bin, 'controller', `--kubeconfig=${kubeconfigPath}`, ...defaults, ...args]];
+  let env: NodeJS.ProcessEnv = { ...process.env, KUBECONFIG: '', ...options.env };
+  if (options.image !== undefined) {
+    // The volumes of the pod: a Secret-like directory with the kubeconfig (0644, as a Secret volume's default mode) and an emptyDir /tmp.
+    const volumes = await mkdtemp(join(cluster.stateDir, 'controller-image-'));
+    await mkdir(join(volumes, 'kubeconfig'), { mode: 0o755 });
+    await mkdir(join(volumes, 'tmp'));
+    await chmod(join(volumes, 'tmp'), 0o1777);
+    await writeFile(join(volumes, 'kubeconfig', 'config'), await readFile(kubeconfigPath), { mode: 0o644 });
+    command = rootfsCommandLine({
+      rootfs: options.image.rootfs,
+      mounts: [
+        { source: join(volumes, 'kubeconfig'), target: IMAGE_KUBECONFIG_DIR, readOnly: true },
+        { source: join(volumes, 'tmp'), target: '/tmp' },
+        // It needs no shell: the image's shells are masked (an empty file cannot be executed).
+        ...['/usr/bin/dash', '/usr/bin/bash'].filter((shell) => existsSync(join(options.image?.rootfs ?? '', shell))).map((shell) => ({ source: '/dev/null', target: shell, readOnly: true })),
+      ],
+      user: options.image.user,
+      env: { ...options.image.env, ...options.env },
+      // As the Deployment runs it (manifests/controller): `driftless controller` on the image's PATH.
+      command: 'driftless',
+      args: ['controller', `--kubeconfig=${IMAGE_KUBECONFIG_DIR}/config`, ...defaults, ...args],
+    });
+    env = { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' };
+  }
   // Tied to this process: a test run or a demo that is SIGKILLed leaves no controller behind.
-  const [file, argv] = tiedToThisProcess(process.execPath, [bin, 'controller', `--kubeconfig=${kubeconfigPath}`, ...defaults, ...args]);
-  const child: ChildProcess = spawn(file, argv, {
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, KUBECONFIG: '', ...options.env },
-  });
+  const [file, argv] = tiedToThisProcess(...command);
+  const child: ChildProcess = spawn(file, argv, { stdio: ['ignore', 'pipe', 'pipe'], env });
   const lines: LogLine[] = [];
   let stderr = '';
   let exitCode: number | null | undefined;
