@@ -41,6 +41,13 @@ RUN ln -s /opt/driftless/bin/driftless.js /usr/local/bin/driftless
 # the Deployment sets the command.
 FROM runtime AS controller
 LABEL org.opencontainers.image.title="driftless-controller"
+# The Git write-back (strategy git, docs/adr/0014) runs git: over HTTPS (ca-certificates), over SSH
+# (openssh-client, whose ssh-keygen also signs with an SSH key) and signed with an OpenPGP key (gpg,
+# gpg-agent). apt's lists, downloaded packages and logs are removed in the same layer.
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends ca-certificates git gpg gpg-agent openssh-client \
+    && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/cache/apt/archives/*.deb /var/log/apt /var/log/dpkg.log \
+    && git --version && ssh -V && gpg --version > /dev/null
 COPY controller/ controller/
 USER 999:999
 

@@ -2,8 +2,8 @@
  * Credentials made usable by git for one operation, and removed after it.
  *
  * Nothing secret is ever in git's argv, in a URL or in an environment value:
- * - HTTPS: `GIT_ASKPASS` names a script in a 0700 directory that prints the
- *   user name or the password from 0600 files beside it (git asks for each);
+ * - HTTPS: `GIT_ASKPASS` names a (Node) script in a 0700 directory that prints
+ *   the user name or the password from 0600 files beside it (git asks for each);
  * - SSH: `GIT_SSH_COMMAND` names the key file and a known_hosts file written
  *   from Argo CD's `argocd-ssh-known-hosts-cm`, with strict host key checking.
  * `HOME` and `XDG_CONFIG_HOME` point into the same private directory and the
@@ -64,10 +64,19 @@ export async function materialiseCredentials(credentials: GitCredentials, knownH
       await writeFile(path.join(dir, 'username'), credentials.username, { mode: 0o600 });
       await writeFile(path.join(dir, 'password'), credentials.password, { mode: 0o600 });
       const script = path.join(dir, 'askpass');
-      // git calls the script with its prompt ("Username for '…': " or "Password for '…': ").
+      // git calls the script with its prompt ("Username for '…': " or "Password for '…': "). A Node script, run
+      // by the Node running the controller: no shell is needed (the image needs none for HTTPS), and
+      // getBuiltinModule works whether the nearest package.json says CommonJS or ESM.
       await writeFile(
         script,
-        ['#!/bin/sh', 'd=$(dirname "$0")', 'case "$1" in', '  Username*) exec cat "$d/username" ;;', '  *) exec cat "$d/password" ;;', 'esac', ''].join('\n'),
+        [
+          `#!${process.execPath}`,
+          "const { readFileSync } = process.getBuiltinModule('node:fs');",
+          "const { dirname, join } = process.getBuiltinModule('node:path');",
+          "const wanted = (process.argv[2] ?? '').startsWith('Username') ? 'username' : 'password';",
+          'process.stdout.write(readFileSync(join(dirname(process.argv[1]), wanted)));',
+          '',
+        ].join('\n'),
         { mode: 0o700 },
       );
       env['GIT_ASKPASS'] = script;

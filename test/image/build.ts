@@ -137,9 +137,13 @@ function buildahRunner(cache: string) {
 }
 type Buildah = ReturnType<typeof buildahRunner>;
 
+const DEBIAN_MIRROR = 'http://deb.debian.org/debian';
+/** Where Debian's bookworm images (and the node stand-in) keep their apt sources. */
+const DEBIAN_SOURCES = '/etc/apt/sources.list.d/debian.sources';
+
 /** The stand-in root filesystem (a tar), made once per suite, variant and mirror. */
 async function ensureDebianRootfs(cache: string): Promise<string> {
-  const recipe = { suite: 'bookworm', variant: 'minbase', mirror: 'http://deb.debian.org/debian' };
+  const recipe = { suite: 'bookworm', variant: 'minbase', mirror: DEBIAN_MIRROR };
   const tar = join(cache, `rootfs-${sha256(JSON.stringify(recipe)).slice(0, 16)}.tar`);
   if (existsSync(tar)) return tar;
   const partial = `${tar}.partial-${process.pid}`;
@@ -177,7 +181,7 @@ const STAND_IN_REPO = 'localhost/driftless-stand-in';
  * Tags `golang:1.26` and `node:24.21.0-slim` in the check's storage: made from
  * the root filesystem once per key (what went into them), else re-tagged.
  */
-async function ensureStandIns(cache: string, { buildah, exists }: Buildah, timings: Record<string, number>): Promise<{ golang: string; node: string }> {
+async function ensureStandIns(cache: string, { buildah, exists }: Buildah, timings: Record<string, number>): Promise<{ golang: string; node: string; nodeKey: string }> {
   const dockerfile = await readFile(join(repoRoot, 'Dockerfile'), 'utf8');
   const bases = [...dockerfile.matchAll(/^FROM\s+(\S+)/gm)].map((m) => m[1] as string).filter((base) => base.includes(':'));
   const golangBase = bases.find((base) => base.startsWith('golang:'));
@@ -194,7 +198,7 @@ async function ensureStandIns(cache: string, { buildah, exists }: Buildah, timin
   if (!nodeBase.startsWith(`node:${nodeVersion}-`)) throw new ImageBuildError(`the Dockerfile's ${nodeBase} is not the Node the tests run on (${nodeVersion})`);
   const nodeStat = await stat(nodeBinary);
   const goKey = sha256(JSON.stringify({ rootfsKey, base: golangBase, goroot: go.goroot, go: go.version, recipe: 1 })).slice(0, 16);
-  const nodeKey = sha256(JSON.stringify({ rootfsKey, base: nodeBase, node: nodeVersion, size: nodeStat.size, mtime: nodeStat.mtimeMs, npm: npm.version, recipe: 1 })).slice(0, 16);
+  const nodeKey = sha256(JSON.stringify({ rootfsKey, base: nodeBase, node: nodeVersion, size: nodeStat.size, mtime: nodeStat.mtimeMs, npm: npm.version, recipe: 2 })).slice(0, 16);
   const full = (base: string): string => `docker.io/library/${base}`;
 
   const make = async (name: string, key: string, steps: (container: string) => Promise<void>): Promise<void> => {
@@ -230,6 +234,8 @@ async function ensureStandIns(cache: string, { buildah, exists }: Buildah, timin
       container,
       'ln -s ../lib/node_modules/npm/bin/npm-cli.js /usr/local/bin/npm && ln -s ../lib/node_modules/npm/bin/npx-cli.js /usr/local/bin/npx ' +
         '&& groupadd --gid 1000 node && useradd --uid 1000 --gid node --shell /bin/bash --create-home node ' +
+        // Debian's sources where the real image has them (deb822), which the build overrides with its local repository.
+        `&& rm -f /etc/apt/sources.list && printf 'Types: deb\\nURIs: ${DEBIAN_MIRROR}\\nSuites: bookworm\\nComponents: main\\n' > ${DEBIAN_SOURCES} ` +
         // Node's compile cache would land in /tmp of the base otherwise.
         '&& NODE_DISABLE_COMPILE_CACHE=1 node --version && NODE_DISABLE_COMPILE_CACHE=1 npm --version',
     );
@@ -241,7 +247,55 @@ async function ensureStandIns(cache: string, { buildah, exists }: Buildah, timin
   const current = new Set([`${STAND_IN_REPO}:golang-${goKey}`, `${STAND_IN_REPO}:node-${nodeKey}`]);
   const standIns = (await buildah(['images', '--noheading', '--format', '{{.Name}}:{{.Tag}}'])).split('\n').filter((image) => image.startsWith(`${STAND_IN_REPO}:`) && !current.has(image));
   for (const image of standIns) await buildah(['rmi', image]).catch(() => '');
-  return { golang: full(golangBase), node: full(nodeBase) };
+  return { golang: full(golangBase), node: full(nodeBase), nodeKey };
+}
+
+/**
+ * The Debian packages the Dockerfile installs (its `apt-get install` lines), so
+ * that the offline build finds them: downloaded once per node stand-in and
+ * package list, with the network, by the stand-in's own apt (so the versions
+ * and dependencies are what that root filesystem resolves), into a flat
+ * repository (`Packages` written here from each package's control fields, as
+ * dpkg-scanpackages would) that the build mounts in place of Debian's sources.
+ */
+async function ensureAptRepository(cache: string, { buildah }: Buildah, node: string, nodeKey: string, timings: Record<string, number>): Promise<string | undefined> {
+  const dockerfile = await readFile(join(repoRoot, 'Dockerfile'), 'utf8');
+  const packages = [...dockerfile.matchAll(/apt-get install ((?:[^&\\\n]|\\\n)+)/g)]
+    .flatMap((m) => (m[1] as string).replaceAll('\\\n', ' ').split(/\s+/))
+    .filter((word) => /^[a-z0-9][a-z0-9.+-]+$/.test(word))
+    .sort();
+  if (packages.length === 0) return undefined;
+  const dir = join(cache, `apt-${sha256(JSON.stringify({ nodeKey, packages })).slice(0, 16)}`);
+  if (existsSync(dir)) return dir;
+  const started = Date.now();
+  const work = `${dir}.partial-${process.pid}`;
+  await rm(work, { recursive: true, force: true });
+  await mkdir(work, { recursive: true });
+  const container = await buildah(['from', '--pull=never', node]);
+  try {
+    await buildah(['run', '--isolation', 'chroot', container, '--', 'sh', '-c', `apt-get update -qq && apt-get install -y -qq --download-only --no-install-recommends ${packages.join(' ')}`]);
+    const root = await buildah(['mount', container]);
+    const archives = join(root, 'var', 'cache', 'apt', 'archives');
+    const index: string[] = [];
+    for (const file of (await readdir(archives)).filter((name) => name.endsWith('.deb')).sort()) {
+      await cp(join(archives, file), join(work, file));
+      const data = await readFile(join(work, file));
+      const control = (await runCommand('dpkg-deb', ['--field', join(work, file)], { cwd: work, env: process.env })).stdout.trimEnd();
+      index.push(`${control}\nFilename: ./${file}\nSize: ${data.length}\nSHA256: ${sha256(data)}\n`);
+    }
+    if (index.length === 0) throw new ImageBuildError(`apt-get downloaded nothing for ${packages.join(' ')}`);
+    await writeFile(join(work, 'Packages'), index.join('\n'));
+  } catch (error) {
+    await rm(work, { recursive: true, force: true });
+    throw error instanceof ImageBuildError ? error : new ImageBuildError(`downloading ${packages.join(' ')} for the offline build failed`, { cause: error });
+  } finally {
+    await buildah(['rm', container]).catch(() => '');
+  }
+  await rename(work, dir);
+  // Repositories of earlier stand-ins or package lists are not read again.
+  for (const entry of await readdir(cache)) if (/^apt-[0-9a-f]{16}$/.test(entry) && join(cache, entry) !== dir) await rm(join(cache, entry), { recursive: true, force: true });
+  timings['apt packages for the offline build'] = (Date.now() - started) / 1000;
+  return dir;
 }
 
 /** The npm cache holding the lock file's production dependencies, filled once per lock file. */
@@ -322,6 +376,7 @@ async function buildImages(): Promise<Images> {
       // Earlier builds' working containers and images go first: their layers are what fills the disk.
       await removeOldImages(runner, key);
       const npmCache = await ensureNpmCache(cache);
+      const aptRepository = await ensureAptRepository(cache, runner, bases.node, bases.nodeKey, timings);
       const go = await goFacts();
       const work = await mkdtemp(join(cache, 'build-'));
       try {
@@ -334,6 +389,9 @@ async function buildImages(): Promise<Images> {
         // As /tmp is: the plugin stage's priming step runs as UID 999.
         await chmod(tmp, 0o1777);
         const common = ['bud', '--pull=never', '--isolation=chroot', '--layers', '--file', join(repoRoot, 'Dockerfile')];
+        // apt reads the local repository in place of Debian's (mounted over the file the image has, so no mount point is left behind).
+        const sources = join(work, 'debian.sources');
+        await writeFile(sources, 'Types: deb\nURIs: file:/tmp/apt\nSuites: ./\nTrusted: yes\n');
         let started = Date.now();
         // The tools stage alone, with the Go caches: the same go install argv as test/tools.ts, so helm and kustomize link from the cache.
         // The mounts would leave empty mount points in the images (buildah commits them), so the targets get none: their tools stage is this one, from the layer cache.
@@ -346,10 +404,13 @@ async function buildImages(): Promise<Images> {
           // npm ci removes /tmp/npm (so a build whose npm layer is cached leaves the copy behind: not the build's doing).
           await rm(join(tmp, 'npm'), { recursive: true, force: true });
           await cp(npmCache, join(tmp, 'npm', 'cache'), { recursive: true });
+          await rm(join(tmp, 'apt'), { recursive: true, force: true });
+          if (aptRepository !== undefined) await cp(aptRepository, join(tmp, 'apt'), { recursive: true });
           started = Date.now();
-          await buildah([...common, '--target', target, '-v', `${tmp}:/tmp`, '-t', name(target), repoRoot], { offline: true });
+          await buildah([...common, '--target', target, '-v', `${tmp}:/tmp`, '-v', `${sources}:${DEBIAN_SOURCES}:ro`, '-t', name(target), repoRoot], { offline: true });
           timings[`build ${target}`] = (Date.now() - started) / 1000;
-          leftInTmp.push(...(await listTree(tmp)).filter((path) => path !== 'npm' && !path.startsWith('npm/')).map((path) => `${target}: /tmp/${path}`));
+          const given = (path: string): boolean => ['npm', 'apt'].some((dir) => path === dir || path.startsWith(`${dir}/`));
+          leftInTmp.push(...(await listTree(tmp)).filter((path) => !given(path)).map((path) => `${target}: /tmp/${path}`));
         }
       } finally {
         await rm(work, { recursive: true, force: true });
