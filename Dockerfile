@@ -46,7 +46,7 @@ LABEL org.opencontainers.image.title="driftless-controller"
 # gpg-agent). apt's lists, downloaded packages and logs are removed in the same layer.
 RUN apt-get update \
     && apt-get install -y --no-install-recommends ca-certificates git gpg gpg-agent openssh-client \
-    && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/cache/apt/archives/*.deb /var/log/apt /var/log/dpkg.log \
+    && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/cache/apt/archives/*.deb /var/log/apt /var/log/dpkg.log /var/log/alternatives.log \
     && git --version && ssh -V && gpg --version > /dev/null
 COPY controller/ controller/
 USER 999:999

@@ -146,6 +146,14 @@ describe('Dockerfile', () => {
     assert.ok(!imageInstructions('controller').some((l) => /--from=tools|kustomize|helm/.test(l)), 'the controller has no renderer');
   });
 
+  it('gives the controller what the Git write-back runs (git, ssh, gpg, CA certificates), leaving no apt lists, archives or logs in the layer', () => {
+    const install = imageInstructions('controller').find((l) => l.startsWith('RUN apt-get update'));
+    assert.ok(install, 'the controller installs packages');
+    for (const pkg of ['ca-certificates', 'git', 'gpg', 'gpg-agent', 'openssh-client']) assert.match(install, new RegExp(`--no-install-recommends [^&]*\\b${pkg}\\b`), pkg);
+    for (const left of ['/var/lib/apt/lists/*', '/var/cache/apt/archives/*.deb', '/var/log/apt', '/var/log/dpkg.log']) assert.ok(install.includes(left), `removes ${left} in the same layer`);
+    assert.ok(!imageInstructions('plugin').some((l) => /apt-get/.test(l)), 'the plugin needs no Debian package');
+  });
+
   it('copies every file each command loads into its image, nothing of the other component, and .dockerignore lets them through', () => {
     const allowed = readFileSync(join(root, '.dockerignore'), 'utf8')
       .split('\n')
