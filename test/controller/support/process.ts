@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { Cluster } from '../../cluster/harness.ts';
 import { tiedToThisProcess } from '../../cluster/processes.ts';
-import { rootfsCommandLine } from '../../image/rootfs.ts';
+import { rootfsCommandLine, type RootfsMount } from '../../image/rootfs.ts';
 import { waitFor } from '../../support/wait.ts';
 import { LEAK_CANARY } from './fixtures.ts';
 import { credentialsOfFiles, findLeak, gitCredentialsIn } from './leak.ts';
@@ -53,6 +53,8 @@ export interface ControllerProcessOptions {
    * the container. Default: from the checkout, on the Node the tests run on.
    */
   readonly image?: ControllerImageRoot;
+  /** With `image`: more volumes of the pod (a Secret's directory, say), bound at their paths in the container. */
+  readonly volumes?: readonly RootfsMount[];
 }
 
 /** The controller image's root filesystem, its config's env and user. */
@@ -75,10 +77,15 @@ export async function startControllerProcess(cluster: Cluster, options: Controll
   const args = options.args ?? [];
   // The credentials of every file the controller reads, for the leak check at stop: as the canary, they must never be said.
   const flagFile = (name: string): string | undefined => args.find((arg) => arg.startsWith(`--${name}=`))?.slice(name.length + 3);
+  // Run from the image, a flag names a path in the container: read it where its volume comes from.
+  const onHost = (file: string | undefined): string | undefined => {
+    const volume = options.image === undefined || file === undefined ? undefined : options.volumes?.find((v) => file.startsWith(`${v.target}/`));
+    return volume === undefined || file === undefined ? file : join(volume.source, file.slice(volume.target.length));
+  };
   const credentials = await credentialsOfFiles({
     kubeconfig: kubeconfigPath,
-    hashKeyFile: flagFile('hash-key-file'),
-    notifyUrlFile: flagFile('notify-webhook-url-file'),
+    hashKeyFile: onHost(flagFile('hash-key-file')),
+    notifyUrlFile: onHost(flagFile('notify-webhook-url-file')),
   });
   // The Git credentials the write-back can read (Argo CD's repository Secrets, the Secrets named by flag): read
   // now and again at stop (a test may replace them meanwhile), each read bounded (a fault test may have stopped
@@ -107,6 +114,7 @@ export async function startControllerProcess(cluster: Cluster, options: Controll
       mounts: [
         { source: join(volumes, 'kubeconfig'), target: IMAGE_KUBECONFIG_DIR, readOnly: true },
         { source: join(volumes, 'tmp'), target: '/tmp' },
+        ...(options.volumes ?? []),
         // It needs no shell: the image's shells are masked (an empty file cannot be executed).
         ...['/usr/bin/dash', '/usr/bin/bash'].filter((shell) => existsSync(join(options.image?.rootfs ?? '', shell))).map((shell) => ({ source: '/dev/null', target: shell, readOnly: true })),
       ],
