@@ -254,9 +254,15 @@ function checkNotRefSource(where: string, text: string): void {
   }
 }
 
+/**
+ * A field Argo CD types as a string. A number or a boolean there (`yes`, `on`, `1.0` unquoted, as Go's
+ * YAML 1.1 reads them) is refused, as the API server refuses it, rather than turned into other text.
+ */
 function asText(where: string, value: unknown): string {
   if (typeof value === 'string') return value;
-  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+  if (typeof value === 'number' || typeof value === 'boolean') {
+    return refuse(where, `must be a string, and Argo CD reads this value as a ${typeof value} (YAML 1.1: yes/no/on/off are booleans): quote it`);
+  }
   return refuse(where, 'must be a string');
 }
 
@@ -453,7 +459,8 @@ function kustomizeParameters(block: YAMLMap, where: string, check: Check): Plugi
       const at = `${where}.replicas[${index}]`;
       if (typeof item !== 'object' || item === null) refuse(at, 'must be {name, count}');
       const { name, count } = item as Record<string, unknown>;
-      const text = asText(`${at}.count`, count ?? '');
+      // An int or a string (intstr.IntOrString in Argo CD).
+      const text = typeof count === 'number' ? String(count) : asText(`${at}.count`, count ?? '');
       if (!/^[+-]?\d+$/.test(text.trim())) refuse(`${at}.count`, 'must be an integer');
       counts[asText(`${at}.name`, name ?? '')] = text.trim();
     }));

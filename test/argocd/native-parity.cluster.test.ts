@@ -28,7 +28,8 @@ const repoRoot = join(import.meta.dirname, '..', '..');
 async function migrateApp(application: Record<string, unknown>): Promise<Record<string, unknown>> {
   const dir = await mkdtemp(join(tmpdir(), 'driftless-migrate-'));
   try {
-    await writeFile(join(dir, 'app.yaml'), stringify(application));
+    // Written for Argo CD's Go reader: YAML 1.1 quoting, so a value such as `yes` stays a string.
+    await writeFile(join(dir, 'app.yaml'), stringify(application, { version: '1.1' }));
     const { stdout } = await runCommand(process.execPath, [join(repoRoot, 'bin', 'driftless.js'), 'migrate-app', 'app.yaml'], {
       cwd: dir,
       env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin' },

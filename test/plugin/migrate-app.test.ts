@@ -48,8 +48,8 @@ describe('migrate-app', () => {
     assert.equal(config.helm.skipTests, false);
   });
 
-  it('reads the Application as Argo CD (Go, YAML 1.1) does: yes/on are true, e5 and 0o17 are what Go makes of them', () => {
-    const application = [
+  it('reads the Application as Argo CD (Go, YAML 1.1) does: yes/on are booleans, e5 a string; a non-string where Argo CD wants one is refused', () => {
+    const application = (helm: string[]): string => [
       'apiVersion: argoproj.io/v1alpha1',
       'kind: Application',
       'metadata: {name: shop}',
@@ -58,21 +58,24 @@ describe('migrate-app', () => {
       '    repoURL: https://git.example.com/shop.git',
       '    path: chart',
       '    helm:',
-      '      skipCrds: yes',
-      '      skipTests: off',
-      '      ignoreMissingValueFiles: on',
-      '      parameters:',
-      '        - {name: a, value: e5}',
-      '        - {name: b, value: 0o17}',
+      ...helm.map((line) => `      ${line}`),
       '',
     ].join('\n');
-    const migrated = parse(migrateApplications(application).text) as Json;
+    const migrated = parse(migrateApplications(application(['skipCrds: yes', 'skipTests: off', 'ignoreMissingValueFiles: on', 'parameters:', '  - {name: a, value: e5}'])).text) as Json;
     const config = configFromParameters(migrated['spec'].source.plugin.parameters);
     assert.equal(config.helm.skipCrds, true);
     assert.equal(config.helm.skipTests, false);
     assert.equal(config.helm.ignoreMissingValueFiles, true);
-    // go-yaml v2: `e5` is a string, `0o17` the int 15 (YAML 1.2 would read both differently).
-    assert.deepEqual(config.helm.set, ['a=e5', 'b=15']);
+    // go-yaml v2: `e5` is a string (YAML 1.2 would read it so too; 1.2's core schema differs on 0o17, yes, on…).
+    assert.deepEqual(config.helm.set, ['a=e5']);
+    // `0o17` is the int 15 and `on` true to Go: the API server would refuse them in string fields, so does migrate-app.
+    assert.throws(
+      () => migrateApplications(application(['releaseName: on', 'parameters:', '  - {name: b, value: 0o17}'])),
+      (error: unknown) =>
+        error instanceof UsageError &&
+        /spec\.source\.helm\.releaseName: must be a string, and Argo CD reads this value as a boolean/.test(error.message) &&
+        /spec\.source\.helm\.parameters\[0\]\.value: must be a string, and Argo CD reads this value as a number/.test(error.message),
+    );
   });
 
   it('carries every kustomize field of each of spec.sources over, and leaves a ref source alone', async () => {
