@@ -183,6 +183,17 @@ describe('gitStep', () => {
     assert.equal(gitStep(input(wb, clock, committed)).kind, 'wait');
   });
 
+  it('a pending record the engine never answers falls back at --write-back-fallback-after, as a failing one does', () => {
+    const { clock, wb } = setup();
+    const pending: WriteBackRecord = { restartAt: T, state: 'pending', configs: { 'Secret/db': DB.digest }, templateHash: 'v1:old', since: T, at: T };
+    assert.equal(gitStep(input(wb, clock, pending, { now: T + 599_999 })).kind, 'submit', 'before the deadline: submitted again');
+    const gaveUp = gitStep(input(wb, clock, pending, { now: T + 600_000 }));
+    assert.ok(gaveUp.kind === 'fall-back');
+    assert.equal(gaveUp.cause, 'timeout');
+    assert.equal(gaveUp.announce, true);
+    assert.match(gaveUp.reason, /^the write-back got no answer for 600s \(--write-back-fallback-after\)$/);
+  });
+
   it('a record of an earlier T is superseded: the new change is submitted', () => {
     const { clock, wb } = setup();
     const old: WriteBackRecord = { restartAt: T - 60_000, state: 'committed', configs: { 'Secret/db': 'v1:x' }, templateHash: 'v1:older', since: T - 60_000, at: T - 59_000, sha: 'abc' };
