@@ -278,9 +278,36 @@ describe('the git strategy in the reconciler', () => {
     h.syncRolled();
     h.syncRolled(api);
     await both();
-    assert.equal(h.events.filter((e) => e.reason === 'RestartFinished').length, 2);
+    await both();
+    assert.equal(h.events.filter((e) => e.reason === 'RestartFinished').length, 2, 'once each, however often looked at');
     assert.ok(!h.events.some((e) => e.reason === 'WriteBackFallback'), 'no fallback');
     assert.deepEqual(h.evicted, []);
+    await h.engine().close();
+  });
+
+  it('a commit Argo CD never syncs: after --write-back-fallback-after one Warning, the restart stops waiting, nothing in the cluster', async () => {
+    const h = harness();
+    const reconciler = h.make();
+    await reconciler.reconcile(h.key);
+    h.rotate();
+    await reconciler.reconcile(h.key);
+    await reconciler.reconcile(h.key);
+    await h.clock.advanceAsync(1_000);
+    await h.settle();
+    h.git.jobs[0]?.answer('c0ffee0123456789c0ffee0123456789c0ffee01');
+    await h.settle();
+    await reconciler.reconcile(h.key);
+    assert.equal(h.record()?.state, 'committed');
+    await h.clock.advanceAsync(599_000);
+    assert.deepEqual(await reconciler.reconcile(h.key), { requeueAfterMs: 500 }, 'still waiting for the sync');
+    await h.clock.advanceAsync(1_000);
+    assert.equal(await reconciler.reconcile(h.key), undefined);
+    await reconciler.reconcile(h.key);
+    assert.deepEqual(reasons(h.events), ['Normal RestartStarted', 'Normal WriteBackCommitted', 'Warning RestartSyncWaitExpired']);
+    assert.match(h.events.at(-1)?.message ?? '', /^Secret db changed: commit c0ffee012345 on main: Argo CD synced no new render of the StatefulSet within 600s \(--write-back-fallback-after\); no longer waiting .* Nothing is restarted in the cluster: that would be a second rollout$/);
+    assert.deepEqual(h.evicted, []);
+    assert.deepEqual(h.restartAts, []);
+    assert.equal(h.git.jobs.length, 1);
     await h.engine().close();
   });
 });
