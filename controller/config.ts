@@ -864,7 +864,7 @@ function writeBackFlags(): readonly ControllerFlagSpec[] {
       type: 'duration',
       range: positiveDuration,
       default: '10m',
-      description: 'A write-back still failing (bad credentials, protected branch, refused source) this long after the change: a Warning Event, the driftless_writeback_push_failures_total metric, and --write-back-fallback.',
+      description: 'A write-back still failing (bad credentials, protected branch, refused source) or unanswered this long after the change: a Warning Event, the driftless_writeback_push_failures_total metric, and --write-back-fallback. A commit Argo CD has not synced this long after it: a Warning, and the restart stops waiting (nothing restarted in the cluster).',
     }),
     flag({
       name: 'write-back-fallback',
