@@ -17,6 +17,7 @@ import { gitStep, rolledAway, type GitStepInput } from '../../../controller/rest
 import type { ConfigDigest, WriteBackStatus } from '../../../controller/writeback/model.ts';
 import { formatWriteBackRecord, parseWriteBackRecord, type WriteBackRecord } from '../../../controller/writeback/record.ts';
 import { workload as summary } from '../support/summaries.ts';
+import { waitFor } from '../../support/wait.ts';
 
 const T = Date.parse('2026-12-02T10:00:00Z');
 const DB: ConfigDigest = { kind: 'Secret', namespace: 'prod', name: 'db', digest: `v1:${'a'.repeat(64)}` };
@@ -212,9 +213,9 @@ describe('gitStep', () => {
     assert.equal(gitStep(input(wb, clock, web.record)).kind, 'wait', 'web waits for its own submission');
     assert.equal(gitStep(input(wb, clock, api.record, { changed: [CACHE], status: wb.statusOfWorkload(API) })).kind, 'wait');
     await clock.advanceAsync(1_000);
-    await settle();
+    // The engine's first run waits for the sweep of its work directory (real file-system I/O): polled, not ticked.
+    (await waitFor('the git run', () => git.jobs[0])).finish({ sha: 'abc' });
     assert.equal(git.jobs.length, 1, 'one batch');
-    git.jobs[0]?.finish({ sha: 'abc' });
     await Promise.all(submitted);
     assert.equal((gitStep(input(wb, clock, web.record)) as { record?: WriteBackRecord }).record?.state, 'committed');
     assert.equal((gitStep(input(wb, clock, api.record, { changed: [CACHE], status: wb.statusOfWorkload(API) })) as { record?: WriteBackRecord }).record?.state, 'committed');
