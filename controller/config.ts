@@ -864,7 +864,7 @@ function writeBackFlags(): readonly ControllerFlagSpec[] {
       type: 'duration',
       range: positiveDuration,
       default: '10m',
-      description: 'A write-back still failing (bad credentials, protected branch) this long after the change: a Warning Event, the driftless_writeback_fallbacks_total metric, and --write-back-fallback (a refused source, such as a Helm chart, falls back at once).',
+      description: 'A write-back still failing (bad credentials, protected branch) or unanswered this long after the change: a Warning Event, the driftless_writeback_fallbacks_total metric, and --write-back-fallback (a refused source, such as a Helm chart, falls back at once). A commit Argo CD has not synced this long after it: a Warning, and the restart stops waiting (nothing restarted in the cluster).',
     }),
     flag({
       name: 'write-back-fallback',

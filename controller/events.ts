@@ -19,7 +19,7 @@ import type { WatchedConfigKind, WorkloadSummary } from './model.ts';
 export type EventReason = 'RestartStarted' | 'RestartFinished' | 'RestartBlocked' | 'RestartSkipped' | 'RestartWarning' | 'Recorded' | 'PolicyError'
   /** Fleet safety (controller/fleet/): a restart waits for its interval, was halted by the health gate, or the breaker is open. */
   | 'RestartDeferred' | 'RestartHalted' | 'RestartPaused'
-  /** A restart waits for Argo CD's pending sync (ADR 0011), or stopped waiting at its bound. */
+  /** A restart waits for Argo CD's pending sync (ADR 0011), or stopped waiting at its bound (also a git restart's commit never synced, ADR 0016). */
   | 'RestartWaitingForSync' | 'RestartSyncWaitExpired'
   /** A restart waits for its AppProject's sync windows to open (ADR 0016). */
   | 'RestartWaitingForSyncWindow'

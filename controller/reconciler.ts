@@ -507,11 +507,13 @@ export class Reconciler {
     }
     const app = view.applicationOf(workload);
     const configs = recordedConfigs(workload.namespace, record);
+    const ref = { kind: workload.kind, namespace: workload.namespace, name: workload.name };
     const step = gitStep({
       restartAt,
       changed: configs,
       record,
-      status: app === undefined ? undefined : writeBack.statusOf(app.namespace, app.name),
+      // The answer to this workload's own submission: its Application's other workloads submit separately.
+      status: writeBack.statusOfWorkload(ref),
       tracked: app !== undefined && configs.length > 0,
       keyed: settings.keyed,
       workload,
@@ -526,7 +528,8 @@ export class Reconciler {
       templateRestartedAt: workload.templateRestartedAt,
       writeBack: formatWriteBackRecord(next),
     });
-    if (step.kind !== 'fall-back') {
+    // Done is not acting: re-adding it would announce RestartFinished again on every later look at the same T.
+    if (step.kind !== 'fall-back' && step.kind !== 'done') {
       this.#restarting.add(key);
       this.#gitKeys.add(key);
     }
@@ -538,7 +541,7 @@ export class Reconciler {
         void writeBack.submit({
           application: app.writeBackSource,
           configs: step.configs,
-          workloads: [{ kind: workload.kind, namespace: workload.namespace, name: workload.name }],
+          workloads: [ref],
           changeSeenAt: restartAt,
         }).then(() => this.#deps.wake?.(key));
         return { requeueAfterMs: options.checkIntervalMs };
@@ -549,7 +552,7 @@ export class Reconciler {
         if (step.record.state === 'committed') {
           await events.record(workload, normalEvent('WriteBackCommitted', `${sha === undefined ? 'the digests were already' : `committed ${sha.slice(0, 12)}`} in ${repo ?? 'the repository'} on ${branch ?? 'its branch'} for the restart at ${formatTime(restartAt)}: Argo CD's sync rolls the ${workload.kind}`, changedConfigs(Object.keys(record.configs))));
         } else {
-          const result = app === undefined ? undefined : writeBack.statusOf(app.namespace, app.name)?.result;
+          const result = writeBack.statusOfWorkload(ref)?.result;
           const message = result?.status === 'failed' ? result.error.message : error ?? 'unknown';
           await events.record(workload, warningEvent('WriteBackFailed', `the write-back failed (${error ?? 'unknown'}): ${message}; retrying until --write-back-fallback-after`));
         }
@@ -576,6 +579,11 @@ export class Reconciler {
       }
       case 'done':
         if (this.#finish(key)) {
+          if (step.unconfirmed !== undefined) {
+            log.warn({ workload: key }, 'write-back not synced by Argo CD within --write-back-fallback-after; no longer waiting');
+            await events.record(workload, warningEvent('RestartSyncWaitExpired', step.unconfirmed, changedConfigs(Object.keys(record.configs))));
+            return undefined;
+          }
           this.#deps.metrics?.restartsFinished.inc({ kind: workload.kind, namespace: workload.namespace, strategy: 'git' });
           await events.record(workload, normalEvent('RestartFinished', `Argo CD synced the write-back${record.sha === undefined ? '' : ` (commit ${record.sha.slice(0, 12)})`} and the ${workload.kind} rolled`));
         }

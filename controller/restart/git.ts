@@ -1,9 +1,9 @@
 /**
  * The `git` strategy's decision (issue 15 §1, §6), pure: from the restart at
  * T, the changed configs' keyed digests, the workload's write-back record
- * (record.ts), the engine's status for its Application and what the workload
- * shows, the one next thing to do. Exactly one rollout per change, and none
- * by the controller in the cluster while Git carries it:
+ * (record.ts), the engine's status for the workload's own submission and what
+ * the workload shows, the one next thing to do. Exactly one rollout per
+ * change, and none by the controller in the cluster while Git carries it:
  *
  * 1. Without a hash key, or without an Argo CD Application tracking the
  *    workload, nothing is written: fall back at once (an unkeyed digest of a
@@ -14,13 +14,27 @@
  * 3. `pending`: the engine's answer for this submission decides — wait while it
  *    is pending or running; record `committed` (pushed, or already in Git);
  *    a refusal (not a Git source, ambiguous, no credentials) falls back at
- *    once; a failure is recorded and retried. No answer (the controller
- *    restarted): submit again.
+ *    once; a failure is recorded and retried. The answer is the engine's
+ *    status *of this workload* (`statusOfWorkload`), never its Application's
+ *    latest: two workloads of one Application submit separately, and each
+ *    taking the other's submission for no answer would submit again in every
+ *    batch window, forever. No answer: submit again — when the engine knows
+ *    nothing of the workload (the controller restarted; the push may have
+ *    landed before it died, and only `unchanged` tells), even past the
+ *    deadline; otherwise only until `fallbackAfterMs` after the first
+ *    submission, then the fallback (an answer that never matches must not
+ *    clone in every batch window).
  * 4. `failed`: retried every `retryMs` (at most a quarter of `fallbackAfterMs`), until `fallbackAfterMs` after the
  *    first submission: then the fallback.
  * 5. `committed`: wait until Argo CD synced a new render (the pod template's
  *    `driftless.dev/config-hash` differs from the one at submission) and the
- *    workload rolled it (every replica updated): then done.
+ *    workload rolled it (every replica updated): then done. Not synced within
+ *    `fallbackAfterMs` of the commit (a write branch Argo CD does not track,
+ *    another repository, a workload the plugin does not stamp, a sync window,
+ *    a sync that came before the record): done *unconfirmed* — the commit is in
+ *    Git and Argo CD's next sync of it rolls the workload; a restart in the
+ *    cluster now would be a second rollout. Once synced, the roll is the
+ *    workload controller's and is waited for without a bound.
  * 6. `fallback`: the in-cluster restart (or nothing) has taken over.
  */
 import { configKey } from '../bookkeeping.ts';
@@ -38,7 +52,7 @@ export interface GitStepInput {
   /** The changed configs with their keyed digests. */
   readonly changed: readonly ConfigDigest[];
   readonly record: WriteBackRecord | undefined;
-  /** The engine's latest status of the workload's Application (`undefined`: none since this process started). */
+  /** The engine's latest status of a submission for this workload (`statusOfWorkload`; `undefined`: none since this process started). */
   readonly status: WriteBackStatus | undefined;
   /** An Argo CD Application tracks the workload and is watched. */
   readonly tracked: boolean;
@@ -69,8 +83,11 @@ export type GitStep =
    * changes now (a Warning Event and the metric, once); false when the record already says so.
    */
   | { readonly kind: 'fall-back'; readonly to: GitFallback; readonly cause: FallbackCause; readonly reason: string; readonly record: WriteBackRecord; readonly announce: boolean }
-  /** Argo CD synced the commit and the workload rolled: the change is done. */
-  | { readonly kind: 'done' };
+  /**
+   * Argo CD synced the commit and the workload rolled: the change is done. `unconfirmed`: Argo CD did not sync
+   * a new render within `fallbackAfterMs` of the commit; the controller stops waiting (a Warning says why).
+   */
+  | { readonly kind: 'done'; readonly unconfirmed?: string };
 
 /** The next step of the git strategy for the restart at `input.restartAt`. */
 export function gitStep(input: GitStepInput): GitStep {
@@ -87,6 +104,14 @@ export function gitStep(input: GitStepInput): GitStep {
   if (record.state === 'committed') {
     if (rolledAway(input.workload, record.templateHash)) return { kind: 'done' };
     const commit = record.sha === undefined ? 'the digests are in Git' : `commit ${record.sha.slice(0, 12)} on ${record.branch ?? 'its branch'}`;
+    const synced = (input.workload.configHash ?? '') !== record.templateHash;
+    const syncBy = record.at + input.fallbackAfterMs;
+    if (!synced && now >= syncBy) {
+      return {
+        kind: 'done',
+        unconfirmed: `${commit}: Argo CD synced no new render of the ${input.workload.kind} within ${seconds(input.fallbackAfterMs)} (--write-back-fallback-after); no longer waiting — its next sync of the commit rolls the ${input.workload.kind} (a write branch it does not track is rolled once merged). Nothing is restarted in the cluster: that would be a second rollout`,
+      };
+    }
     return { kind: 'wait', cause: 'write-back-sync', reason: `${commit}: waiting for Argo CD to sync it and the ${input.workload.kind} to roll` };
   }
 
@@ -114,6 +139,9 @@ export function gitStep(input: GitStepInput): GitStep {
     // A fallback deadline shorter than the retry interval must still see retries: at least four attempts fit.
     const retryAt = record.at + Math.min(input.retryMs, input.fallbackAfterMs / 4);
     if (now < retryAt) return { kind: 'wait', cause: 'write-back', reason: `the write-back failed (${record.error ?? 'unknown'}); trying again`, until: Math.min(retryAt, record.since + input.fallbackAfterMs) };
+  }
+  if (record.state === 'pending' && answer === undefined && input.status !== undefined && timedOut) {
+    return fallBack(input, record, 'timeout', `the write-back got no answer for ${seconds(now - record.since)} (--write-back-fallback-after)`);
   }
   // Pending with no answer in this process (it restarted), or a failure due for another attempt.
   return { kind: 'submit', record, configs: input.changed };

@@ -1,7 +1,10 @@
 /**
  * The write-back engine: what the restart path calls. `submit` takes an
  * Application's changed digests and resolves when they are in Git (or why
- * not); `status` tells `explain` what is pending and what was committed.
+ * not); `status` tells `explain` what is pending and what was committed, per
+ * Application; `statusOfWorkload` is the restart path's answer, per workload
+ * (one Application's workloads submit separately: with one status per
+ * Application each would see the other's submission as no answer, ADR 0016).
  *
  * - **Batching.** Submissions for the same repository and branches within
  *   `batchWindowMs` of the first become one commit (Image Updater's users
@@ -76,8 +79,13 @@ export interface WriteBack {
   submit(request: WriteBackRequest): Promise<WriteBackResult>;
   /** The latest submission of every Application seen, sorted by namespace and name. */
   status(): readonly WriteBackStatus[];
-  /** The latest submission of one Application. */
+  /** The latest submission of one Application (what `explain` shows; another workload's submission may be the latest). */
   statusOf(namespace: string, name: string): WriteBackStatus | undefined;
+  /**
+   * The latest submission naming this workload in its `workloads`: the restart path's answer. A workload has one
+   * restart in flight, so this is the answer to its own submission, whatever else its Application submitted since.
+   */
+  statusOfWorkload(workload: WorkloadRef): WriteBackStatus | undefined;
   /** Stops: open batches resolve `failed` (`stopped`), a running git command is aborted. */
   close(): Promise<void>;
 }
@@ -108,6 +116,8 @@ export function createWriteBack(settings: WriteBackSettings, deps: WriteBackDeps
   const busy = new Set<string>();
   const running = new Set<Promise<void>>();
   const statuses = new Map<string, WriteBackStatus>();
+  /** By workload (`workloadKey`): one Application's workloads submit separately, and each must find its own answer. */
+  const byWorkload = new Map<string, WriteBackStatus>();
   let closed = false;
   // A process killed mid-run (SIGKILL, OOM) left its clone and credential files in the work directory: swept at
   // the start, before this process runs git there. Its own directories carry its pid and a tag of this start.
@@ -115,13 +125,18 @@ export function createWriteBack(settings: WriteBackSettings, deps: WriteBackDeps
   const swept = sweepWorkDir(settings.workDir, owner, deps.processAlive ?? processAlive).catch(() => []);
 
   const appKey = (namespace: string, name: string): string => `${namespace}\u0000${name}`;
+  /** Sets a status unless a later submission owns the key: an older batch finishing must not overwrite it. */
+  const put = (map: Map<string, WriteBackStatus>, key: string, status: WriteBackStatus): void => {
+    const current = map.get(key);
+    if (current !== undefined && current.submittedAt > status.submittedAt) return;
+    map.set(key, status);
+  };
+  const publish = (status: WriteBackStatus, workloads: readonly WorkloadRef[]): void => {
+    put(statuses, appKey(status.application.namespace, status.application.name), status);
+    for (const w of workloads) put(byWorkload, workloadKey(w), status);
+  };
   const record = (member: Member, state: WriteBackStatus['state'], branch: string, result: WriteBackResult | undefined): void => {
-    const { namespace, name } = member.target.application;
-    const current = statuses.get(appKey(namespace, name));
-    // A later submission of the same Application owns the status; an older batch finishing must not overwrite it.
-    if (current !== undefined && current.submittedAt > member.submittedAt) return;
-    statuses.set(
-      appKey(namespace, name),
+    publish(
       Object.freeze({
         application: member.target.application,
         state,
@@ -131,6 +146,7 @@ export function createWriteBack(settings: WriteBackSettings, deps: WriteBackDeps
         submittedAt: member.submittedAt,
         result,
       }),
+      member.request.workloads,
     );
   };
   const finish = (member: Member, branch: string, result: WriteBackResult): void => {
@@ -240,7 +256,7 @@ export function createWriteBack(settings: WriteBackSettings, deps: WriteBackDeps
       // A refusal is the Application's latest status too: the restart path and explain read it from there.
       const refuse = (result: WriteBackResult & { status: 'refused' }): Promise<WriteBackResult> => {
         const application = { namespace: request.application.metadata.namespace ?? '', name: request.application.metadata.name };
-        statuses.set(appKey(application.namespace, application.name), Object.freeze({ application, state: 'refused', repo: '', branch: '', configs: request.configs, submittedAt: now, result }));
+        publish(Object.freeze({ application, state: 'refused', repo: '', branch: '', configs: request.configs, submittedAt: now, result }), request.workloads);
         return Promise.resolve(result);
       };
       const target = resolveWriteTarget(request.application, settings.sourceOptions);
@@ -275,6 +291,9 @@ export function createWriteBack(settings: WriteBackSettings, deps: WriteBackDeps
     },
     statusOf(namespace: string, name: string): WriteBackStatus | undefined {
       return statuses.get(appKey(namespace, name));
+    },
+    statusOfWorkload(workload: WorkloadRef): WriteBackStatus | undefined {
+      return byWorkload.get(workloadKey(workload));
     },
     async close(): Promise<void> {
       closed = true;
@@ -345,6 +364,10 @@ function subjectOf(members: readonly Member[], changed: ReadonlyMap<string, read
     workloads.push(...m.request.workloads);
   }
   return { applications, configs, workloads };
+}
+
+function workloadKey(w: WorkloadRef): string {
+  return `${w.namespace}\u0000${w.kind}\u0000${w.name}`;
 }
 
 function compare(a: string, b: string): number {

@@ -7,7 +7,8 @@
  * controller killed between commit and sync (no second commit, nothing restarted in the cluster), also
  * while its push is in flight; a rejected push and wrong credentials (a Warning naming why, then the
  * fallback; no credential anywhere); batching (two rotations inside the window, two Applications of one
- * repository); a human revert that stands until the config changes again; a write branch.
+ * repository; two workloads of one Application with Secrets of their own: one submission each, one commit,
+ * both finished after the sync); a human revert that stands until the config changes again; a write branch.
  */
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -59,9 +60,11 @@ interface AppSpec {
   /** Rollouts (the CRD only: no Argo Rollouts controller runs, so they never roll). */
   readonly rollouts?: readonly string[];
   readonly annotations?: Readonly<Record<string, string>>;
+  /** The Secret a workload uses, by workload name; default `db`. */
+  readonly secrets?: Readonly<Record<string, string>>;
 }
 
-/** A test's world: repositories with their repository Secrets, Applications, git-strategy Deployments using Secret `db`. */
+/** A test's world: repositories with their repository Secrets, Applications, git-strategy Deployments using Secret `db` (or the one named). */
 interface Scene {
   readonly api: ApiClient;
   readonly namespace: string;
@@ -83,7 +86,7 @@ interface Scene {
   fileAt(repo: string, revision: string, dir: string): Promise<string | undefined>;
   /** What Argo CD's sync of a new render does to the Deployment: a new template hash; waits for the roll. */
   syncRender(name: string, hash: string): Promise<void>;
-  /** Waits until the controller recorded Secret db for every workload (its first sight). */
+  /** Waits until the controller recorded its Secret for every workload (its first sight). */
   firstSight(): Promise<void>;
 }
 
@@ -107,7 +110,9 @@ async function scene(cluster: Cluster, namespace: string, spec: { repos: Readonl
       stringData: { type: 'git', url: url(repo), username: 'writer', password },
     });
   }
-  await create(api, COLLECTIONS.Secret(namespace), secret('db', 'v1'));
+  const secretOf = (app: AppSpec, name: string): string => app.secrets?.[name] ?? 'db';
+  const secretNames = new Set(spec.apps.flatMap((app) => [...app.workloads, ...(app.rollouts ?? [])].map((name) => secretOf(app, name))));
+  for (const name of secretNames) await create(api, COLLECTIONS.Secret(namespace), secret(name, 'v1'));
   for (const app of spec.apps) {
     await create(api, `/apis/argoproj.io/v1alpha1/namespaces/${argocd}/applications`, {
       apiVersion: 'argoproj.io/v1alpha1',
@@ -121,13 +126,13 @@ async function scene(cluster: Cluster, namespace: string, spec: { repos: Readonl
     });
   }
   const names = spec.apps.flatMap((app) => [
-    ...app.workloads.map((name) => ({ app: app.name, name, kind: 'Deployment' as const })),
-    ...(app.rollouts ?? []).map((name) => ({ app: app.name, name, kind: 'Rollout' as const })),
+    ...app.workloads.map((name) => ({ app: app.name, name, kind: 'Deployment' as const, uses: secretOf(app, name) })),
+    ...(app.rollouts ?? []).map((name) => ({ app: app.name, name, kind: 'Rollout' as const, uses: secretOf(app, name) })),
   ]);
-  for (const { app, name, kind } of names) {
+  for (const { app, name, kind, uses } of names) {
     await create(api, COLLECTIONS[kind](namespace), workload(kind, name, {
       replicas: 1,
-      uses: { secret: 'db' },
+      uses: { secret: uses },
       annotations: {
         'reloader.stakater.com/auto': 'true',
         'driftless.dev/restart-strategy': 'git',
@@ -175,8 +180,8 @@ async function scene(cluster: Cluster, namespace: string, spec: { repos: Readonl
       await waitForDeploymentRollout(api, namespace, name);
     },
     async firstSight() {
-      for (const { name, kind } of names) {
-        await waitFor(`the first-sight record of ${name}`, async () => (await read(api, `${COLLECTIONS[kind](namespace)}/${name}`)).metadata?.annotations?.['driftless.dev/restarted-for']?.includes('Secret/db'));
+      for (const { name, kind, uses } of names) {
+        await waitFor(`the first-sight record of ${name}`, async () => (await read(api, `${COLLECTIONS[kind](namespace)}/${name}`)).metadata?.annotations?.['driftless.dev/restarted-for']?.includes(`Secret/${uses}`));
       }
     },
   };
@@ -393,6 +398,51 @@ fixture.test('two rotations inside the batch window, for two Applications of one
     assert.equal(await playground.commitCount(s.repoName('mono'), 'main'), 3);
     for (const dir of ['apps/shop', 'apps/blog']) assert.equal(await s.fileAt('mono', web4.sha, dir), outOfBand(namespace, web4.configs['Secret/db'] ?? ''));
     assert.deepEqual(controller.lines.filter((line) => line.msg === 'evicted'), []);
+  } finally {
+    await controller.stop();
+  }
+});
+
+fixture.test('two git workloads of one Application, each with its own rotated Secret: one submission each, one commit for both, both finished after the sync', async ({ cluster, namespace }) => {
+  const s = await scene(cluster, namespace, {
+    repos: { shop: PASSWORD },
+    apps: [{ name: 'shop', repo: 'shop', path: 'apps/shop', workloads: ['web', 'api'], secrets: { web: 'db', api: 'cache' } }],
+  });
+  const controller = await s.start(['--write-back-batch-window=3s']);
+  try {
+    await controller.ready();
+    await s.firstSight();
+    const from = controller.lines.length;
+    await rotateSecret(s.api, namespace, 'db', 'v2');
+    await rotateSecret(s.api, namespace, 'cache', 'v2');
+    // With one engine status per Application, each workload took the other's submission for no answer and
+    // submitted again in every batch window: neither record ever left pending.
+    const committed = (name: string): Promise<WriteBackRecord> =>
+      waitFor(`${name}'s write-back committed`, async () => {
+        const record = await s.record(name);
+        return record?.state === 'committed' ? record : undefined;
+      }, { timeoutMs: 60_000 });
+    const [web, api] = [await committed('web'), await committed('api')];
+    assert.ok(web.sha !== undefined && web.sha === api.sha, 'one commit for both workloads');
+    assert.deepEqual(Object.keys(web.configs), ['Secret/db']);
+    assert.deepEqual(Object.keys(api.configs), ['Secret/cache']);
+    assert.equal(await playground.commitCount(s.repoName('shop'), 'main'), 2, 'one commit on top of the initial one');
+    assert.equal(await s.fileAt('shop', web.sha, 'apps/shop'), formatOutOfBandFile([
+      { kind: 'Secret', namespace, name: 'cache', digest: api.configs['Secret/cache'] ?? '' },
+      { kind: 'Secret', namespace, name: 'db', digest: web.configs['Secret/db'] ?? '' },
+    ]));
+    await waitForEvent(s.api, namespace, 'web', 'WriteBackCommitted');
+    await waitForEvent(s.api, namespace, 'api', 'WriteBackCommitted');
+
+    // Argo CD's sync of the commit: a new render of both; each restart finishes.
+    await s.syncRender('web', 'v1:render-1');
+    await s.syncRender('api', 'v1:render-1');
+    await waitForEvent(s.api, namespace, 'web', 'RestartFinished');
+    await waitForEvent(s.api, namespace, 'api', 'RestartFinished');
+    const lines = controller.lines.slice(from);
+    for (const name of ['web', 'api']) assert.equal(lines.filter(submitted(key(namespace, name))).length, 1, `${name} submitted once`);
+    assert.equal(await playground.commitCount(s.repoName('shop'), 'main'), 2, 'no second commit');
+    assert.deepEqual(lines.filter((line) => line.msg === 'evicted' || line.msg === 'write-back given up'), []);
   } finally {
     await controller.stop();
   }

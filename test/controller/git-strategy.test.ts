@@ -52,8 +52,11 @@ function scriptedGit() {
   return { jobs, run };
 }
 
-/** StatefulSet `web` (annotated git, one old pod) tracked by Application shop rendered by the plugin, using Secret `db`. */
-function harness(options: { keyed?: boolean; fallback?: GitStrategyOptions['fallback']; annotations?: Record<string, string> } = {}) {
+/**
+ * StatefulSet `web` (annotated git, one old pod) tracked by Application shop rendered by the plugin, using Secret `db`;
+ * with `api`, StatefulSet `api` of the same Application too, using Secret `cache`.
+ */
+function harness(options: { keyed?: boolean; fallback?: GitStrategyOptions['fallback']; annotations?: Record<string, string>; api?: boolean } = {}) {
   const clock = new FakeClock(START);
   const view = new ClusterView();
   const events: Recorded[] = [];
@@ -84,6 +87,12 @@ function harness(options: { keyed?: boolean; fallback?: GitStrategyOptions['fall
   view.workloadChanged(undefined, { ...summary, configHash: 'v1:render-1', generation: 1, status: { ...summary.status, observedGeneration: 1, replicas: 1, updatedReplicas: 1 } });
   const pod: PodSummary = { namespace: 'prod', name: 'web-0', uid: 'uid-0', owner: { kind: 'StatefulSet', name: 'web', uid: summary.uid }, createdAt: START - 3_600_000, deleting: false, phase: 'Running', readySince: START - 3_590_000, nodeName: 'n' };
   view.podChanged(undefined, pod);
+  if (options.api === true) {
+    const api = workload('StatefulSet', 'api', { app: 'shop', secrets: ['cache'], annotations: { 'reloader.stakater.com/auto': 'true', 'driftless.dev/restart-strategy': 'git' }, spec: { replicas: 1 } });
+    view.workloadChanged(undefined, { ...api, configHash: 'v1:render-1', generation: 1, status: { ...api.status, observedGeneration: 1, replicas: 1, updatedReplicas: 1 } });
+    view.podChanged(undefined, { ...pod, name: 'api-0', uid: 'uid-api-0', owner: { kind: 'StatefulSet', name: 'api', uid: api.uid } });
+    view.configChanged(undefined, config('Secret', 'cache', { digest: KEYED, seenAt: START }));
+  }
   view.applicationChanged(undefined, reduceApplication({
     metadata: { name: 'shop', namespace: 'argocd', resourceVersion: '1' },
     spec: { project: 'default', source: { repoURL: 'https://git.example/shop.git', path: 'apps/web', targetRevision: 'main', plugin: { name: 'driftless-v1' } } },
@@ -109,16 +118,16 @@ function harness(options: { keyed?: boolean; fallback?: GitStrategyOptions['fall
     writeBackMetrics: metrics,
     wake: (key) => woken.push(key),
   });
-  const rotate = (): void => {
-    view.configChanged(view.configLookup('prod').get('Secret', 'db'), config('Secret', 'db', { digest: ROTATED, seenAt: clock.now() }));
+  const rotate = (name = 'db'): void => {
+    view.configChanged(view.configLookup('prod').get('Secret', name), config('Secret', name, { digest: ROTATED, seenAt: clock.now() }));
   };
   /** Argo CD synced a new render and the StatefulSet rolled it. */
-  const syncRolled = (): void => {
-    const previous = view.workload(key) as WorkloadSummary;
+  const syncRolled = (of = key): void => {
+    const previous = view.workload(of) as WorkloadSummary;
     view.workloadChanged(previous, { ...previous, configHash: 'v1:render-2', generation: 2, resourceVersion: String(++version), status: { ...previous.status, observedGeneration: 2, replicas: 1, updatedReplicas: 1 } });
   };
   const key = workloadKey('StatefulSet', 'prod', 'web');
-  const record = () => parseWriteBackRecord(view.workload(key)?.annotations[WRITE_BACK_ANNOTATION]);
+  const record = (of = key) => parseWriteBackRecord(view.workload(of)?.annotations[WRITE_BACK_ANNOTATION]);
   const settle = async (): Promise<void> => {
     for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
   };
@@ -232,6 +241,73 @@ describe('the git strategy in the reconciler', () => {
     assert.match(h.events.find((e) => e.reason === 'WriteBackFallback')?.message ?? '', /kept failing for \d+s \(--write-back-fallback-after\).*recorded only \(--write-back-fallback none\)$/);
     assert.deepEqual(h.evicted, [], 'fallback none: nothing in the cluster');
     assert.match(await h.registry.metrics(), /^driftless_writeback_push_failures_total\{kind="rejected"\} [1-9]/m);
+    await h.engine().close();
+  });
+
+  it('two git workloads of one Application, both rotated: one git run, both committed, both finished after the sync (no resubmission loop)', async () => {
+    const h = harness({ api: true });
+    const api = workloadKey('StatefulSet', 'prod', 'api');
+    const reconciler = h.make();
+    const both = async (): Promise<void> => {
+      await reconciler.reconcile(h.key);
+      await reconciler.reconcile(api);
+    };
+    await both();
+    h.clock.advance(1_000);
+    h.rotate('db');
+    h.rotate('cache');
+    await both();
+    // Twenty batch windows, every git run answered with a commit: each workload's step reads the engine's answer to
+    // its own submission, never the other's (the other's configs differ), so neither submits again.
+    let answered = 0;
+    for (let window = 0; window < 20; window++) {
+      await both();
+      await h.clock.advanceAsync(1_000);
+      await h.settle();
+      for (; answered < h.git.jobs.length; answered++) h.git.jobs[answered]?.answer(`c0ffee${String(answered).padStart(34, '0')}`);
+      await h.settle();
+    }
+    assert.equal(h.git.jobs.length, 1, 'one git run for both workloads (one batch)');
+    assert.deepEqual(h.git.jobs[0]?.job.edits, [{ path: 'apps/web', configs: [
+      { kind: 'Secret', namespace: 'prod', name: 'db', digest: ROTATED },
+      { kind: 'Secret', namespace: 'prod', name: 'cache', digest: ROTATED },
+    ] }]);
+    assert.equal(h.record()?.state, 'committed');
+    assert.equal(h.record(api)?.state, 'committed');
+    assert.equal(h.events.filter((e) => e.reason === 'WriteBackCommitted').length, 2, 'one WriteBackCommitted per workload');
+    h.syncRolled();
+    h.syncRolled(api);
+    await both();
+    await both();
+    assert.equal(h.events.filter((e) => e.reason === 'RestartFinished').length, 2, 'once each, however often looked at');
+    assert.ok(!h.events.some((e) => e.reason === 'WriteBackFallback'), 'no fallback');
+    assert.deepEqual(h.evicted, []);
+    await h.engine().close();
+  });
+
+  it('a commit Argo CD never syncs: after --write-back-fallback-after one Warning, the restart stops waiting, nothing in the cluster', async () => {
+    const h = harness();
+    const reconciler = h.make();
+    await reconciler.reconcile(h.key);
+    h.rotate();
+    await reconciler.reconcile(h.key);
+    await reconciler.reconcile(h.key);
+    await h.clock.advanceAsync(1_000);
+    await h.settle();
+    h.git.jobs[0]?.answer('c0ffee0123456789c0ffee0123456789c0ffee01');
+    await h.settle();
+    await reconciler.reconcile(h.key);
+    assert.equal(h.record()?.state, 'committed');
+    await h.clock.advanceAsync(599_000);
+    assert.deepEqual(await reconciler.reconcile(h.key), { requeueAfterMs: 500 }, 'still waiting for the sync');
+    await h.clock.advanceAsync(1_000);
+    assert.equal(await reconciler.reconcile(h.key), undefined);
+    await reconciler.reconcile(h.key);
+    assert.deepEqual(reasons(h.events), ['Normal RestartStarted', 'Normal WriteBackCommitted', 'Warning RestartSyncWaitExpired']);
+    assert.match(h.events.at(-1)?.message ?? '', /^Secret db changed: commit c0ffee012345 on main: Argo CD synced no new render of the StatefulSet within 600s \(--write-back-fallback-after\); no longer waiting .* Nothing is restarted in the cluster: that would be a second rollout$/);
+    assert.deepEqual(h.evicted, []);
+    assert.deepEqual(h.restartAts, []);
+    assert.equal(h.git.jobs.length, 1);
     await h.engine().close();
   });
 });

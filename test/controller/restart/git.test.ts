@@ -14,14 +14,16 @@ import { createWriteBack, WRITE_BACK_DEFAULTS, type WriteBack } from '../../../c
 import { WriteBackError } from '../../../controller/writeback/errors.ts';
 import type { GitJob, GitRunResult } from '../../../controller/writeback/git-run.ts';
 import { gitStep, rolledAway, type GitStepInput } from '../../../controller/restart/git.ts';
-import type { ConfigDigest } from '../../../controller/writeback/model.ts';
+import type { ConfigDigest, WriteBackStatus } from '../../../controller/writeback/model.ts';
 import { formatWriteBackRecord, parseWriteBackRecord, type WriteBackRecord } from '../../../controller/writeback/record.ts';
 import { workload as summary } from '../support/summaries.ts';
+import { waitFor } from '../../support/wait.ts';
 
 const T = Date.parse('2026-12-02T10:00:00Z');
 const DB: ConfigDigest = { kind: 'Secret', namespace: 'prod', name: 'db', digest: `v1:${'a'.repeat(64)}` };
 const APP = { metadata: { name: 'web', namespace: 'argocd' }, spec: { source: { repoURL: 'https://git.example/shop.git', path: 'apps/web', targetRevision: 'main', plugin: { name: 'driftless-v1' } } } };
 const ROLLED = { observedGeneration: 2, replicas: 2, updatedReplicas: 2, readyReplicas: 2, availableReplicas: 2, currentRevision: undefined, updateRevision: undefined, desiredNumberScheduled: undefined, updatedNumberScheduled: undefined, numberAvailable: undefined, restartedAt: undefined };
+const WEB = { kind: 'Deployment', namespace: 'prod', name: 'web' };
 const WORKLOAD = { ...summary('Deployment', 'web'), configHash: 'v1:old', generation: 2, replicas: 2, status: ROLLED };
 
 /** A git run the test finishes: committed (a SHA), or a failure. */
@@ -56,7 +58,7 @@ function input(wb: WriteBack, clock: FakeClock, record: WriteBackRecord | undefi
     restartAt: T,
     changed: [DB],
     record,
-    status: wb.statusOf('argocd', 'web'),
+    status: wb.statusOfWorkload(WEB),
     tracked: true,
     keyed: true,
     workload: WORKLOAD,
@@ -75,7 +77,7 @@ describe('gitStep', () => {
     assert.equal(first.kind, 'submit');
     assert.ok(first.kind === 'submit');
     assert.deepEqual<WriteBackRecord>(first.record, { restartAt: T, state: 'pending', configs: { 'Secret/db': DB.digest }, templateHash: 'v1:old', since: T, at: T });
-    const submitted = wb.submit({ application: APP, configs: first.configs, workloads: [], changeSeenAt: T });
+    const submitted = wb.submit({ application: APP, configs: first.configs, workloads: [WEB], changeSeenAt: T });
     let record = first.record;
     assert.deepEqual(gitStep(input(wb, clock, record)).kind, 'wait', 'pending in the batch window: no second submission');
     await clock.advanceAsync(1_000);
@@ -118,7 +120,7 @@ describe('gitStep', () => {
     const { clock, wb } = setup();
     const first = gitStep(input(wb, clock, undefined));
     assert.ok(first.kind === 'submit');
-    await wb.submit({ application: { metadata: APP.metadata, spec: { source: { repoURL: 'https://charts.example', chart: 'web', targetRevision: '1.0.0' } } }, configs: first.configs, workloads: [] });
+    await wb.submit({ application: { metadata: APP.metadata, spec: { source: { repoURL: 'https://charts.example', chart: 'web', targetRevision: '1.0.0' } } }, configs: first.configs, workloads: [WEB] });
     const step = gitStep(input(wb, clock, first.record));
     assert.ok(step.kind === 'fall-back');
     assert.equal(step.cause, 'refused');
@@ -131,7 +133,7 @@ describe('gitStep', () => {
     const first = gitStep(input(wb, clock, undefined));
     assert.ok(first.kind === 'submit');
     let record = first.record;
-    let submitted = wb.submit({ application: APP, configs: first.configs, workloads: [] });
+    let submitted = wb.submit({ application: APP, configs: first.configs, workloads: [WEB] });
     await clock.advanceAsync(1_000);
     await settle();
     git.jobs[0]?.finish(new WriteBackError('rejected', 'https://git.example/shop.git', 'push', 'protected branch'));
@@ -147,7 +149,7 @@ describe('gitStep', () => {
     const retry = gitStep(input(wb, clock, record));
     assert.ok(retry.kind === 'submit');
     assert.equal(retry.record.since, T, 'the first submission still counts for the fallback');
-    submitted = wb.submit({ application: APP, configs: retry.configs, workloads: [] });
+    submitted = wb.submit({ application: APP, configs: retry.configs, workloads: [WEB] });
     await clock.advanceAsync(1_000);
     await settle();
     git.jobs[1]?.finish(new WriteBackError('auth', 'https://git.example/shop.git', 'push', 'authentication failed'));
@@ -181,6 +183,54 @@ describe('gitStep', () => {
     assert.equal(again.record, pending);
     const committed: WriteBackRecord = { ...pending, state: 'committed', sha: 'abc', branch: 'main', repo: 'https://git.example/shop.git' };
     assert.equal(gitStep(input(wb, clock, committed)).kind, 'wait');
+  });
+
+  it('a pending record the engine never answers falls back at --write-back-fallback-after, as a failing one does', () => {
+    const { clock, wb } = setup();
+    const pending: WriteBackRecord = { restartAt: T, state: 'pending', configs: { 'Secret/db': DB.digest }, templateHash: 'v1:old', since: T, at: T };
+    // The engine's status for the workload is of another submission (other configs): no answer to this one.
+    const other: WriteBackStatus = { application: { namespace: 'argocd', name: 'web' }, state: 'pending', repo: 'https://git.example/shop.git', branch: 'main', configs: [{ ...DB, name: 'cache' }], submittedAt: T + 1, result: undefined };
+    assert.equal(gitStep(input(wb, clock, pending, { status: other, now: T + 599_999 })).kind, 'submit', 'before the deadline: submitted again');
+    const gaveUp = gitStep(input(wb, clock, pending, { status: other, now: T + 600_000 }));
+    assert.ok(gaveUp.kind === 'fall-back');
+    assert.equal(gaveUp.cause, 'timeout');
+    assert.equal(gaveUp.announce, true);
+    assert.match(gaveUp.reason, /^the write-back got no answer for 600s \(--write-back-fallback-after\)$/);
+    // A controller restarted past the deadline (the engine knows nothing of the workload) asks Git once more:
+    // the push may have landed before it died, and falling back then would be a second rollout.
+    assert.equal(gitStep(input(wb, clock, pending, { status: undefined, now: T + 3_600_000 })).kind, 'submit');
+  });
+
+  it('two workloads of one Application: each step reads the answer to its own submission', async () => {
+    const { clock, git, wb } = setup();
+    const API = { kind: 'Deployment', namespace: 'prod', name: 'api' };
+    const CACHE: ConfigDigest = { ...DB, name: 'cache' };
+    const web = gitStep(input(wb, clock, undefined));
+    const api = gitStep(input(wb, clock, undefined, { changed: [CACHE], status: wb.statusOfWorkload(API) }));
+    assert.ok(web.kind === 'submit' && api.kind === 'submit');
+    const submitted = [wb.submit({ application: APP, configs: web.configs, workloads: [WEB] }), wb.submit({ application: APP, configs: api.configs, workloads: [API] })];
+    assert.equal(wb.statusOf('argocd', 'web')?.configs[0]?.name, 'cache', 'the Application\'s latest is api\'s');
+    assert.equal(gitStep(input(wb, clock, web.record)).kind, 'wait', 'web waits for its own submission');
+    assert.equal(gitStep(input(wb, clock, api.record, { changed: [CACHE], status: wb.statusOfWorkload(API) })).kind, 'wait');
+    await clock.advanceAsync(1_000);
+    // The engine's first run waits for the sweep of its work directory (real file-system I/O): polled, not ticked.
+    (await waitFor('the git run', () => git.jobs[0])).finish({ sha: 'abc' });
+    assert.equal(git.jobs.length, 1, 'one batch');
+    await Promise.all(submitted);
+    assert.equal((gitStep(input(wb, clock, web.record)) as { record?: WriteBackRecord }).record?.state, 'committed');
+    assert.equal((gitStep(input(wb, clock, api.record, { changed: [CACHE], status: wb.statusOfWorkload(API) })) as { record?: WriteBackRecord }).record?.state, 'committed');
+    await wb.close();
+  });
+
+  it('a commit Argo CD does not sync within --write-back-fallback-after: done unconfirmed, nothing in the cluster; a sync in time waits for the roll', () => {
+    const { clock, wb } = setup();
+    const committed: WriteBackRecord = { restartAt: T, state: 'committed', configs: { 'Secret/db': DB.digest }, templateHash: 'v1:old', since: T, at: T + 2_000, sha: '0123456789abcdef', branch: 'drift', repo: 'https://git.example/shop.git' };
+    assert.equal(gitStep(input(wb, clock, committed, { now: T + 601_999 })).kind, 'wait');
+    const expired = gitStep(input(wb, clock, committed, { now: T + 602_000 }));
+    assert.ok(expired.kind === 'done');
+    assert.match(expired.unconfirmed ?? '', /^commit 0123456789ab on drift: Argo CD synced no new render of the Deployment within 600s \(--write-back-fallback-after\); no longer waiting/);
+    const rolling = { ...WORKLOAD, configHash: 'v1:new', status: { ...ROLLED, updatedReplicas: 1 } };
+    assert.equal(gitStep(input(wb, clock, committed, { now: T + 3_600_000, workload: rolling })).kind, 'wait', 'synced: the roll is waited for');
   });
 
   it('a record of an earlier T is superseded: the new change is submitted', () => {

@@ -12,6 +12,7 @@ import { createWriteBackMetrics } from '../../../controller/writeback/metrics.ts
 import type { GitJob, GitRunResult } from '../../../controller/writeback/git-run.ts';
 import type { ConfigDigest, WriteBackResult } from '../../../controller/writeback/model.ts';
 import type { ApplicationLike } from '../../../controller/writeback/source.ts';
+import { waitFor } from '../../support/wait.ts';
 
 const digest = (n: number): string => `v1:${n.toString(16).padStart(64, '0')}`;
 const config = (name: string, n: number): ConfigDigest => ({ kind: 'Secret', namespace: 'prod', name, digest: digest(n) });
@@ -86,6 +87,34 @@ describe('write-back batching and serialisation', () => {
     assert.equal(ra.status, 'committed');
     assert.equal(ra.status === 'committed' && rb.status === 'committed' && ra.sha === rb.sha, true);
     assert.equal(wb.statusOf('argocd', 'a')?.state, 'committed');
+  });
+
+  it('two workloads of one Application: the Application shows the later submission, each workload its own; an older batch never overwrites a newer one', async () => {
+    const { clock, git, wb } = setup(1_000);
+    const web = { kind: 'StatefulSet', namespace: 'prod', name: 'web' };
+    const api = { kind: 'StatefulSet', namespace: 'prod', name: 'api' };
+    const shop = app('shop', 'https://h/mono.git', 'apps/shop');
+    const first = wb.submit({ application: shop, configs: [config('db', 1)], workloads: [web] });
+    const second = wb.submit({ application: shop, configs: [config('cache', 2)], workloads: [api] });
+    assert.equal(wb.statusOf('argocd', 'shop')?.configs[0]?.name, 'cache', 'the Application: the later submission');
+    assert.equal(wb.statusOfWorkload(web)?.configs[0]?.name, 'db');
+    assert.equal(wb.statusOfWorkload(api)?.configs[0]?.name, 'cache');
+    assert.equal(wb.statusOfWorkload({ ...web, name: 'other' }), undefined);
+    await clock.advanceAsync(1_000);
+    // The engine's first run waits for the sweep of its work directory (real file-system I/O): polled, not ticked.
+    const running = await waitFor('the first git run', () => git.jobs[0]);
+    // web submits again while its first batch runs (a retry): the running batch finishing must not overwrite it.
+    const again = wb.submit({ application: shop, configs: [config('db', 3)], workloads: [web] });
+    running.finish();
+    await Promise.all([first, second]);
+    assert.equal(wb.statusOfWorkload(api)?.state, 'committed');
+    assert.equal(wb.statusOfWorkload(web)?.state, 'pending', 'the newer submission owns the status');
+    assert.equal(wb.statusOfWorkload(web)?.configs[0]?.digest, digest(3));
+    await clock.advanceAsync(1_000);
+    (await waitFor('the second git run', () => git.jobs[1])).finish();
+    await again;
+    assert.equal(wb.statusOfWorkload(web)?.state, 'committed');
+    await wb.close();
   });
 
   it('a submission after the window opens a new batch; one repository runs one job at a time, another repository does not wait', async () => {
