@@ -107,7 +107,6 @@ interface Batch {
 
 /** Creates the engine. No module state: everything lives in the returned object. */
 export function createWriteBack(settings: WriteBackSettings, deps: WriteBackDeps): WriteBack {
-  const run = deps.run ?? runGitJob;
   const abort = new AbortController();
   /** Batches not yet started, by repository + branches. */
   const open = new Map<string, Batch>();
@@ -123,6 +122,13 @@ export function createWriteBack(settings: WriteBackSettings, deps: WriteBackDeps
   // the start, before this process runs git there. Its own directories carry its pid and a tag of this start.
   const owner: WorkDirOwner = { pid: process.pid, tag: randomBytes(4).toString('hex') };
   const swept = sweepWorkDir(settings.workDir, owner, deps.processAlive ?? processAlive).catch(() => []);
+  // The sweep guards git's work directory, so it comes before the first real git run (a replaced run has none).
+  const run =
+    deps.run ??
+    (async (job: GitJob, runSettings: GitRunSettings): Promise<GitRunResult> => {
+      await swept;
+      return runGitJob(job, runSettings);
+    });
 
   const appKey = (namespace: string, name: string): string => `${namespace}\u0000${name}`;
   /** Sets a status unless a later submission owns the key: an older batch finishing must not overwrite it. */
@@ -199,7 +205,6 @@ export function createWriteBack(settings: WriteBackSettings, deps: WriteBackDeps
     };
     let result: GitRunResult;
     try {
-      await swept;
       result = await run(job, {
         workDir: settings.workDir,
         workPrefix: workDirPrefix(owner),

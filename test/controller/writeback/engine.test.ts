@@ -12,7 +12,7 @@ import { createWriteBackMetrics } from '../../../controller/writeback/metrics.ts
 import type { GitJob, GitRunResult } from '../../../controller/writeback/git-run.ts';
 import type { ConfigDigest, WriteBackResult } from '../../../controller/writeback/model.ts';
 import type { ApplicationLike } from '../../../controller/writeback/source.ts';
-import { waitFor } from '../../support/wait.ts';
+import { LOCAL_WAIT, waitFor } from '../../support/wait.ts';
 
 const digest = (n: number): string => `v1:${n.toString(16).padStart(64, '0')}`;
 const config = (name: string, n: number): ConfigDigest => ({ kind: 'Secret', namespace: 'prod', name, digest: digest(n) });
@@ -69,6 +69,12 @@ const settle = async (): Promise<void> => {
   for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
 };
 
+/**
+ * The engine's first git run waits for the sweep of its work directory (real file-system I/O, which a loaded
+ * machine may not finish within a few ticks): polled, not ticked. Later runs need no I/O before them.
+ */
+const firstRun = (git: ReturnType<typeof scriptedGit>) => waitFor('the first git run (after the sweep of the work directory)', () => git.jobs[0], LOCAL_WAIT);
+
 describe('write-back batching and serialisation', () => {
   it('submissions for one repository and branch within the window become one job; nothing runs before the window ends', async () => {
     const { clock, git, wb } = setup();
@@ -78,7 +84,7 @@ describe('write-back batching and serialisation', () => {
     assert.equal(git.jobs.length, 0);
     assert.equal(wb.statusOf('argocd', 'a')?.state, 'pending');
     await clock.advanceAsync(1);
-    await settle();
+    await firstRun(git);
     assert.equal(git.jobs.length, 1);
     assert.deepEqual(git.jobs[0]?.job.edits.map((e) => e.path), ['apps/a', 'apps/b']);
     assert.equal(wb.statusOf('argocd', 'b')?.state, 'running');
@@ -121,7 +127,7 @@ describe('write-back batching and serialisation', () => {
     const { clock, git, wb } = setup(1_000);
     const first = wb.submit({ application: app('a', 'https://h/mono.git', 'apps/a'), configs: [config('s1', 1)], workloads: [] });
     await clock.advanceAsync(1_000);
-    await settle();
+    await firstRun(git);
     assert.equal(git.jobs.length, 1);
     // The same repository on another branch, and another repository, while the first job runs.
     const second = wb.submit({ application: app('b', 'https://h/mono.git', 'apps/b', 'release'), configs: [config('s2', 2)], workloads: [] });
@@ -149,8 +155,7 @@ describe('write-back batching and serialisation', () => {
     const { clock, git, wb } = setup(0);
     const one = wb.submit({ application: app('a', 'https://h/r.git', 'apps/a'), configs: [config('s1', 1)], workloads: [] });
     await clock.advanceAsync(0);
-    await settle();
-    git.jobs[0]?.finish();
+    (await firstRun(git)).finish();
     assert.equal((await one).status, 'committed');
     const same = wb.submit({ application: app('a', 'https://h/r.git', 'apps/a'), configs: [config('s1', 1)], workloads: [] });
     const fresh = wb.submit({ application: app('b', 'https://h/r.git', 'apps/b'), configs: [config('s2', 2)], workloads: [] });
@@ -172,8 +177,7 @@ describe('write-back batching and serialisation', () => {
     });
     assert.equal(refused.status === 'refused' && refused.reason, 'not-git');
     await clock.advanceAsync(10);
-    await settle();
-    git.jobs[0]?.finish(new WriteBackError('rejected', 'https://h/r.git', 'push', 'protected branch'));
+    (await firstRun(git)).finish(new WriteBackError('rejected', 'https://h/r.git', 'push', 'protected branch'));
     const result: WriteBackResult = await a;
     assert.equal(result.status === 'failed' && result.error.kind, 'rejected');
     assert.equal(wb.statusOf('argocd', 'a')?.state, 'failed');
@@ -216,8 +220,7 @@ describe('write-back metrics', () => {
     await clock.advanceAsync(1_000);
     const b = wb.submit({ application: app('b', 'https://h/mono.git', 'apps/b'), configs: [config('s2', 2)], workloads: [], changeSeenAt: seen + 1_000 });
     await clock.advanceAsync(4_000);
-    await settle();
-    git.jobs[0]?.finish();
+    (await firstRun(git)).finish();
     assert.equal((await a).status, 'committed');
     assert.equal((await b).status, 'committed');
     const c = wb.submit({ application: app('a', 'https://h/mono.git', 'apps/a'), configs: [config('s1', 3)], workloads: [] });
