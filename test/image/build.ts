@@ -380,8 +380,14 @@ async function buildImages(): Promise<Images> {
       const go = await goFacts();
       const work = await mkdtemp(join(cache, 'build-'));
       try {
-        // Only for the tools stage: GOPROXY from the mounted module cache, so `go install …@version` needs no network.
-        const goEnv = (await readFile(join(go.goroot, 'go.env'), 'utf8')).replace(/^GOPROXY=.*$/m, 'GOPROXY=file:///go/pkg/mod/cache/download');
+        // Only for the tools stage: GOPROXY from the mounted module cache, so `go install …@version` needs no network;
+        // and no checksum database: the modules in that cache were verified against sum.golang.org by the host's go
+        // when the setup downloaded them (ensureTools), and the database's tiles for today's tree may not be cached
+        // (a cold run asked sum.golang.org for one, from inside the network namespace, and failed).
+        const goEnv = (await readFile(join(go.goroot, 'go.env'), 'utf8'))
+          .replace(/^GOPROXY=.*$/m, 'GOPROXY=file:///go/pkg/mod/cache/download')
+          .replace(/^GOSUMDB=.*$/m, 'GOSUMDB=off');
+        if (!/^GOSUMDB=off$/m.test(goEnv)) throw new ImageBuildError('the Go toolchain\'s go.env has no GOSUMDB line to turn off');
         await writeFile(join(work, 'go.env'), goEnv);
         // /tmp of every RUN step: the filled npm cache where the Dockerfile's npm ci looks, and afterwards whatever the steps left.
         const tmp = join(work, 'tmp');
