@@ -9,22 +9,22 @@
  * `CredentialsReadError` whose message names the namespace, what was read
  * and the API's status, never a value.
  */
-import type { SigningKey } from './signing.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { KubeApiError } from '../kube/errors.ts';
 import { collectionPath, objectPath, OTHER_RESOURCES } from '../kube/resources.ts';
 import { KNOWN_HOSTS_CONFIGMAP, knownHostsOf, SECRET_TYPE_LABEL, selectCredentials, type CredentialsRefusal, type GitCredentials, type SecretLike } from './credentials.ts';
 import type { WriteBackDeps } from './engine.ts';
 import { CredentialsReadError } from './errors.ts';
+import type { SigningKey } from './signing.ts';
 
 /** Argo CD's repository Secret types the selection reads (credentials.ts). */
+const REPOSITORY_SECRET_SELECTOR = `${SECRET_TYPE_LABEL} in (repository,repository-write,repo-creds,repo-write-creds)`;
+
 /** The Secret fields a signing key may be given in, and what git signs with for each. */
 const SIGNING_KEYS: readonly (readonly [string, SigningKey['format']])[] = Object.freeze([
   ['sshSigningKey', 'ssh'],
   ['gpgSigningKey', 'openpgp'],
 ]);
-
-const REPOSITORY_SECRET_SELECTOR = `${SECRET_TYPE_LABEL} in (repository,repository-write,repo-creds,repo-write-creds)`;
 
 /** Where and how the credentials are read. */
 export interface ArgoCdSecretsOptions {

@@ -22,11 +22,11 @@ import { randomBytes } from 'node:crypto';
 import { formatOutOfBandFile, OutOfBandFileError, parseOutOfBandFile } from '../../core/index.ts';
 import type { Clock, Timer } from '../clock.ts';
 import { isCredentialsRefusal, normaliseGitUrl, type CredentialsRefusal, type GitCredentials } from './credentials.ts';
-import type { SigningKey } from './signing.ts';
 import { CredentialsReadError, WriteBackError, redactUrl } from './errors.ts';
 import { runGitJob, sweepWorkDir, workDirPrefix, type GitJob, type GitRunResult, type GitRunSettings, type PathEdit, type WorkDirOwner } from './git-run.ts';
 import { commitMessage, DEFAULT_MESSAGE_TEMPLATE } from './message.ts';
 import type { ConfigDigest, WriteBackObservation, WriteBackRequest, WriteBackResult, WriteBackStatus, WorkloadRef } from './model.ts';
+import type { SigningKey } from './signing.ts';
 import { DEFAULT_SOURCE_OPTIONS, isRefusal, resolveWriteTarget, type SourceOptions, type WriteTarget } from './source.ts';
 
 /** The engine's settings (from the controller's flags). */

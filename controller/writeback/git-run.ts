@@ -79,13 +79,14 @@ export async function runGitJob(job: GitJob, settings: GitRunSettings): Promise<
   const top = await mkdtemp(path.join(settings.workDir, settings.workPrefix ?? 'wb-'));
   let signing: PreparedSigning | undefined;
   try {
-    const auth = await materialiseCredentials(settings.credentials, settings.knownHosts, path.join(top, 'auth')).catch((error: unknown) => {
+    // The credentials, and a signing key beside them: one private directory, removed with `top`.
+    const authDir = path.join(top, 'auth');
+    const auth = await materialiseCredentials(settings.credentials, settings.knownHosts, authDir).catch((error: unknown) => {
       throw new WriteBackError('auth', repo, 'credentials', error instanceof Error ? error.message : 'unusable credentials');
     });
     const secrets = settings.signingKey === undefined ? auth.secrets : [...auth.secrets, settings.signingKey.key.trim()];
     if (settings.signingKey !== undefined) {
-      const dir = path.join(top, 'auth');
-      signing = await prepareSigning(settings.signingKey, dir, auth.env, settings.signal).catch((error: unknown) => {
+      signing = await prepareSigning(settings.signingKey, authDir, auth.env, settings.signal).catch((error: unknown) => {
         throw new WriteBackError('auth', repo, 'signing key', error instanceof SigningKeyError ? error.message : 'unusable signing key');
       });
     }
