@@ -76,7 +76,9 @@ export function selectCredentials(repoURL: string, secrets: readonly SecretLike[
     const url = field(named, 'url') ?? '';
     const from = `Secret ${named.metadata.name}`;
     if (url.trim() === '') return Object.freeze({ refused: 'incomplete-credentials', message: `${from} has no url: say which repository (or URL prefix) its credentials are for` });
-    if (wanted === '' || !wanted.startsWith(normaliseGitUrl(url))) {
+    // Both normalised and neither refused by it: '' would be a prefix of every repository.
+    const covered = normaliseGitUrl(url);
+    if (wanted === '' || covered === '' || !wanted.startsWith(covered)) {
       return Object.freeze({ refused: 'credentials-not-for-repository', message: `the url of ${from} does not cover the repository written to: its credentials are not given to another host or repository` });
     }
     return credentialsOf(named, from, true);

@@ -89,6 +89,8 @@ describe('selectCredentials', () => {
     // The named Secret says which repositories it is for: an Application pointing the write-back elsewhere does not get it.
     assert.equal(chosen([], 'https://attacker.example/x.git', named), 'credentials-not-for-repository');
     assert.equal(chosen([], REPO, { metadata: { name: 'no-url' }, stringData: { username: 'me', password: 'p' } }), 'incomplete-credentials');
+    // A url Argo CD's normalisation refuses (it becomes '', a prefix of everything) covers nothing.
+    assert.equal(chosen([], REPO, { metadata: { name: 'bad-url' }, stringData: { url: 'https://git.example.com/\u0001', username: 'me', password: 'p' } }), 'credentials-not-for-repository');
     const refusal = selectCredentials(REPO, [secret('app', 'repository', { url: REPO, githubAppID: '1', githubAppPrivateKey: 'TOPSECRETKEY' })]);
     assert.ok(!JSON.stringify(refusal).includes('TOPSECRETKEY'));
   });
