@@ -88,6 +88,11 @@ interface Scene {
   syncRender(name: string, hash: string): Promise<void>;
   /** Waits until the controller recorded its Secret for every workload (its first sight). */
   firstSight(): Promise<void>;
+  /**
+   * Once `controller` is ready and has seen every workload: notes web's pods and shop's head, then rotates
+   * Secret db. Returns what it noted, for "nothing replaced" and "one commit on top".
+   */
+  rotateOnceSeen(controller: ControllerProcess): Promise<{ pods: string[]; initial: string }>;
 }
 
 async function scene(cluster: Cluster, namespace: string, spec: { repos: Readonly<Record<string, string>>; apps: readonly AppSpec[] }): Promise<Scene> {
@@ -145,6 +150,11 @@ async function scene(cluster: Cluster, namespace: string, spec: { repos: Readonl
   const workDir = path.join(playground.root, `work-${namespace}`);
   const deploymentPath = (name: string): string => `${COLLECTIONS.Deployment(namespace)}/${name}`;
   const record = async (name: string): Promise<WriteBackRecord | undefined> => parseWriteBackRecord((await read(api, deploymentPath(name))).metadata?.annotations?.[WRITE_BACK_ANNOTATION]);
+  const firstSight = async (): Promise<void> => {
+    for (const { name, kind, uses } of names) {
+      await waitFor(`the first-sight record of ${name}`, async () => (await read(api, `${COLLECTIONS[kind](namespace)}/${name}`)).metadata?.annotations?.['driftless.dev/restarted-for']?.includes(`Secret/${uses}`));
+    }
+  };
   return {
     api,
     namespace,
@@ -179,10 +189,14 @@ async function scene(cluster: Cluster, namespace: string, spec: { repos: Readonl
       await api.request('PATCH', deploymentPath(name), { spec: { template: { metadata: { annotations: { [HASH_ANNOTATION]: hash } } } } }, { contentType: 'application/merge-patch+json' });
       await waitForDeploymentRollout(api, namespace, name);
     },
-    async firstSight() {
-      for (const { name, kind, uses } of names) {
-        await waitFor(`the first-sight record of ${name}`, async () => (await read(api, `${COLLECTIONS[kind](namespace)}/${name}`)).metadata?.annotations?.['driftless.dev/restarted-for']?.includes(`Secret/${uses}`));
-      }
+    firstSight,
+    async rotateOnceSeen(controller) {
+      await controller.ready();
+      await firstSight();
+      const pods = uids(await waitForReadyPods(api, namespace, 'web', 1));
+      const initial = await playground.headSha(repoName('shop'), 'main');
+      await rotateSecret(api, namespace, 'db', 'v2');
+      return { pods, initial };
     },
   };
 }
@@ -206,11 +220,7 @@ fixture.test('killed after the commit, before the sync: back again, no second co
   const first = await s.start();
   let second: ControllerProcess | undefined;
   try {
-    await first.ready();
-    await s.firstSight();
-    const pods = uids(await waitForReadyPods(s.api, namespace, 'web', 1));
-    const initial = await s.head('shop');
-    await rotateSecret(s.api, namespace, 'db', 'v2');
+    const { pods, initial } = await s.rotateOnceSeen(first);
     await waitForEvent(s.api, namespace, 'web', 'WriteBackCommitted');
     const committed = await s.record('web');
     assert.equal(committed?.state, 'committed');
@@ -255,11 +265,7 @@ fixture.test('killed while its push is in flight (in Git, not yet answered): bac
   const first = await s.start();
   let second: ControllerProcess | undefined;
   try {
-    await first.ready();
-    await s.firstSight();
-    const pods = uids(await waitForReadyPods(s.api, namespace, 'web', 1));
-    const initial = await s.head('shop');
-    await rotateSecret(s.api, namespace, 'db', 'v2');
+    const { pods, initial } = await s.rotateOnceSeen(first);
     await waitFor('the push held at post-receive', () => access(`${gate}.reached`).then(() => true));
     const sha = await s.head('shop');
     assert.notEqual(sha, initial, 'the commit is in Git');
