@@ -107,7 +107,7 @@ describe('npm run setup -- --tools', () => {
     const tools = await ensureTools();
     assert.equal(setup.stdout, `export PATH='${tools.binDir}':"$PATH"\n`);
     assert.match(setup.stderr, /setup: both in/);
-    // What the README tells a user to run: eval the line, then the pinned tools are the ones on PATH.
+    // What docs/plugin.md tells a user to run: eval the line, then the pinned tools are the ones on PATH.
     const shell = await run('sh', ['-c', `eval "$(${JSON.stringify(process.execPath)} test/setup.ts --tools 2>/dev/null)" && kustomize version && helm version --short`], { cwd: root, env: { PATH: '/usr/bin:/bin', HOME: process.env['HOME'] ?? '/tmp', ...(process.env['XDG_CACHE_HOME'] === undefined ? {} : { XDG_CACHE_HOME: process.env['XDG_CACHE_HOME'] }) } });
     const [kustomize, helm] = shell.stdout.trim().split('\n');
     assert.equal(kustomize, TOOL_PINS.kustomize.version);
