@@ -25,12 +25,14 @@ export interface LabelSelector {
   readonly requirements: readonly LabelRequirement[];
 }
 
+/** A label key (`[prefix/]name`), as Kubernetes validates one. */
 export function asLabelKey(given: Given, spec: ControllerFlagSpec): string {
   const problem = labelKeyProblem(given.text);
   if (problem !== undefined) throw invalid(given, spec, problem);
   return given.text;
 }
 
+/** A label selector, parsed and in canonical text. */
 export function asLabelSelector(given: Given, spec: ControllerFlagSpec): LabelSelector {
   const parsed = parseLabelSelector(given.text);
   if (typeof parsed === 'string') throw invalid(given, spec, parsed);

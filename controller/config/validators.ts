@@ -23,7 +23,9 @@ export interface Given {
 /** Reads one flag's value: returns it typed, or throws a UsageError. */
 export type Converter<T> = (given: Given, spec: ControllerFlagSpec) => T;
 
-export const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+/** A namespace name: a lower-case DNS-1123 label (at most 63 characters, checked apart). */
+const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+/** An object name or label-key prefix: a lower-case DNS-1123 subdomain (at most 253 characters, checked apart). */
 export const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
 /** Quotes a piece of a value for a message, cut short: a message is for finding the typo, not for echoing input. */
@@ -37,10 +39,12 @@ export function invalid(given: Given, spec: ControllerFlagSpec, problem?: string
   return new UsageError(`invalid value ${quote(given.text)} for ${spec.flag}${source}: ${problem === undefined ? '' : `${problem}; `}expected ${allowedText(spec)}`);
 }
 
+/** A file path, as given (never read here). */
 export function asPath(given: Given): string {
   return given.text;
 }
 
+/** Free text, as given. */
 export function asText(given: Given): string {
   return given.text;
 }
@@ -58,6 +62,7 @@ export function asBoolean(given: Given, spec: ControllerFlagSpec): boolean {
   return value;
 }
 
+/** A listen address: `host:port`, `:port` or `[v6]:port`, the port at most 65535. */
 export function asAddress(given: Given, spec: ControllerFlagSpec): string {
   const match = /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]*):(\d{1,5})$/.exec(given.text);
   const port = Number(match?.[2] ?? Number.NaN);
@@ -65,12 +70,14 @@ export function asAddress(given: Given, spec: ControllerFlagSpec): string {
   return given.text;
 }
 
+/** Exactly one namespace name. */
 export function asSingleNamespace(given: Given, spec: ControllerFlagSpec): string {
   const names = asNamespaceList(given, spec);
   if (names.length !== 1) throw invalid(given, spec, 'name exactly one namespace');
   return names[0] as string;
 }
 
+/** One of the row's `values`, exactly. */
 export function asEnum(given: Given, spec: ControllerFlagSpec): string {
   if (!(spec.values ?? []).includes(given.text)) throw invalid(given, spec);
   return given.text;
@@ -79,18 +86,21 @@ export function asEnum(given: Given, spec: ControllerFlagSpec): string {
 const INTEGER = /^\d+$/;
 const DECIMAL = /^(\d+(\.\d*)?|\.\d+)$/;
 
+/** Decimal digits only, a safe integer within the row's range. */
 export function asInteger(given: Given, spec: ControllerFlagSpec): number {
   const value = INTEGER.test(given.text) ? Number(given.text) : Number.NaN;
   if (!Number.isSafeInteger(value) || !inRange(value, spec)) throw invalid(given, spec);
   return value;
 }
 
+/** A plain decimal (`20`, `7.5`, `.5`; no sign or exponent) within the row's range. */
 export function asNumber(given: Given, spec: ControllerFlagSpec): number {
   const value = DECIMAL.test(given.text) ? Number(given.text) : Number.NaN;
   if (!Number.isFinite(value) || !inRange(value, spec)) throw invalid(given, spec);
   return value;
 }
 
+/** A Go duration within the row's range (in milliseconds), kept with its text for messages. */
 export function asDuration(given: Given, spec: ControllerFlagSpec): DurationSetting {
   const ms = parseGoDuration(given.text);
   if (ms === undefined || !inRange(ms, spec)) throw invalid(given, spec);
@@ -104,6 +114,7 @@ function inRange(value: number, spec: ControllerFlagSpec): boolean {
   return range.max === undefined || value <= range.max;
 }
 
+/** Comma-separated namespace names, empty items dropped; sorted and unique. */
 export function asNamespaceList(given: Given, spec: ControllerFlagSpec): readonly string[] {
   const names = given.text.split(',').map((item) => item.trim()).filter((item) => item !== '');
   if (names.length === 0) throw invalid(given, spec, 'no namespace named');

@@ -94,6 +94,7 @@ type WriteBackSettings = Pick<
   | 'writeBackFallback'
 >;
 
+/** The write-back settings, each from its flag, environment variable or default. */
 export function readWriteBackSettings({ read, readOptional }: FlagReader): WriteBackSettings {
   return {
     writeBackAuthorName: read('write-back-author-name', asNonEmptyLine),
