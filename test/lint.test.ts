@@ -4,7 +4,8 @@
  * explicitly, with the same oxlint and a config that only extends the repository's (it
  * is not named .oxlintrc.json: a nested config of that name would be picked up by the
  * normal run and un-ignore the folder, since ignorePatterns do not carry over).
- * The layer rules (no-restricted-imports per folder) are checked on a scratch tree.
+ * The layer rules (no-restricted-imports per folder) and the size rules (max-lines-per-function,
+ * complexity) are checked on scratch trees.
  */
 import { execFile } from 'node:child_process';
 import { copyFile, mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
@@ -99,4 +100,42 @@ describe('lint', () => {
       await rm(scratch, { recursive: true, force: true });
     }
   });
+
+  it('limits a function to 80 lines (blank and comment lines not counted) and to a complexity of 20', async () => {
+    // Each rule gets a function just over its limit and one at it; only the former may be flagged.
+    const scratch = await mkdtemp(join(tmpdir(), 'driftless-lint-size-'));
+    try {
+      await copyFile(join(root, '.oxlintrc.json'), join(scratch, '.oxlintrc.json'));
+      await symlink(join(root, 'node_modules'), join(scratch, 'node_modules'));
+      const files: Record<string, string> = {
+        'controller/long.ts': counted(81),
+        // 80 counted lines, with a blank and a comment line after each statement that must not count.
+        'controller/long-ok.ts': counted(80, '\n  // a comment\n'),
+        'controller/complex.ts': branches(20),
+        'controller/complex-ok.ts': branches(19),
+      };
+      for (const [file, text] of Object.entries(files)) {
+        await mkdir(dirname(join(scratch, file)), { recursive: true });
+        await writeFile(join(scratch, file), text);
+      }
+      const result = await lint(['--format', 'json', 'controller'], scratch);
+      assert.notEqual(result.code, 0, result.stdout);
+      const report = JSON.parse(result.stdout) as { diagnostics: { code: string; filename: string }[] };
+      const flagged = report.diagnostics.map((d) => `${d.filename} ${d.code}`).sort();
+      assert.deepEqual(flagged, ['controller/complex.ts eslint(complexity)', 'controller/long.ts eslint(max-lines-per-function)'], result.stdout);
+    } finally {
+      await rm(scratch, { recursive: true, force: true });
+    }
+  });
 });
+
+/** A function of `total` lines of code (its first and last line count too), `filler` after each statement. */
+function counted(total: number, filler = ''): string {
+  return `export function f(): number {\n  let n = 0;\n${filler}${`  n += 1;\n${filler}`.repeat(total - 4)}  return n;\n}\n`;
+}
+
+/** A function with `count` if statements: a complexity of `count` + 1. */
+function branches(count: number): string {
+  const ifs = Array.from({ length: count }, (_, i) => `  if (x === ${i}) return ${i};\n`).join('');
+  return `export function f(x: number): number {\n${ifs}  return -1;\n}\n`;
+}
