@@ -8,6 +8,12 @@ import type { NotifyEvent, NotifySink } from '../notify/message.ts';
 import type { WebhookUrl } from '../notify/url.ts';
 import type { LabelSelector } from './label-selector.ts';
 
+/** Argo CD's tracking methods, in its documentation's order. */
+export const TRACKING_METHODS = Object.freeze(['annotation', 'label', 'annotation+label'] as const);
+
+/** The log levels, most verbose first. */
+export const LOG_LEVELS = Object.freeze(['trace', 'debug', 'info', 'warn', 'error'] as const);
+
 /** A duration flag: milliseconds for timers, and the text as written for messages (`2s`, `1m30s`). */
 export interface DurationSetting {
   readonly ms: number;
@@ -19,12 +25,6 @@ export type TrackingMethod = (typeof TRACKING_METHODS)[number];
 
 /** The log levels the controller's logger accepts. */
 export type LogLevel = (typeof LOG_LEVELS)[number];
-
-/** Argo CD's tracking methods, in its documentation's order. */
-export const TRACKING_METHODS = Object.freeze(['annotation', 'label', 'annotation+label'] as const);
-
-/** The log levels, most verbose first. */
-export const LOG_LEVELS = Object.freeze(['trace', 'debug', 'info', 'warn', 'error'] as const);
 
 /** What a change whose write-back keeps failing gets (`--write-back-fallback`). */
 export type WriteBackFallback = 'restart' | 'none';
