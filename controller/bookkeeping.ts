@@ -12,22 +12,10 @@
  *   whole seconds. A restart at T replaces the pods created before T.
  *
  * Both are written by server-side apply as field manager `driftless`, so
- * Argo CD, which never rendered these keys, sees no drift.
+ * Argo CD, which never rendered these keys, sees no drift. The keys are named
+ * in core/annotations.ts (`BOOKKEEPING`), with every other annotation key.
  */
 import { canonicalJson } from '../core/index.ts';
-
-/** The annotation keys the controller owns. */
-export const BOOKKEEPING = Object.freeze({
-  restartedFor: 'driftless.dev/restarted-for',
-  restartAt: 'driftless.dev/restart-at',
-  /** Pod-template annotation of the opt-in `rollout` strategy. */
-  templateRestartedAt: 'driftless.dev/restarted-at',
-  /** Per-workload strategy: `evict`, `rollout`, `none`, or `git` (controller/writeback/select.ts). */
-  strategy: 'driftless.dev/restart-strategy',
-} as const);
-
-/** Reloader's per-Rollout strategy: `restart` (spec.restartAt) or `rollout` (template change). */
-export const RELOADER_ROLLOUT_STRATEGY = 'reloader.stakater.com/rollout-strategy';
 
 /** The digest recorded for a selected config that does not exist (yet). */
 export const ABSENT = 'absent';

@@ -8,8 +8,7 @@
  *   measure intervals clamp negative ones to zero.
  * - Real timers are unref'd: a pending retry or refill must never keep the
  *   process alive after shutdown has been asked for.
- * - `FakeClock` runs due timers in time order (ties in the order they were
- *   armed), including timers armed by timers during the same advance.
+ * - Tests use `FakeClock` (test/support/fake-clock.ts), which runs on the same `delayOf`.
  */
 import { setTimeout as setNodeTimeout, clearTimeout as clearNodeTimeout } from 'node:timers';
 
@@ -36,7 +35,6 @@ export interface Clock {
 /** Node clamps longer delays to 1 ms, so longer waits are armed in legs of at most this. */
 const MAX_TIMEOUT_MS = 2_147_483_647;
 
-/** The real clock: `Date.now()` and unref'd Node timers. A fresh object per call. */
 /** Resolves after `ms` on `clock`, or at once when `signal` aborts (never rejects: the caller checks the signal). */
 export function sleep(clock: Clock, ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
@@ -56,6 +54,7 @@ export function sleep(clock: Clock, ms: number, signal: AbortSignal): Promise<vo
   });
 }
 
+/** The real clock: `Date.now()` and unref'd Node timers. A fresh object per call. */
 export function systemClock(): Clock {
   return {
     now: () => Date.now(),
@@ -84,110 +83,8 @@ export function systemClock(): Clock {
   };
 }
 
-/** A Clock for tests: time moves only when the test says so. */
-export class FakeClock implements Clock {
-  #now: number;
-  #monotonic = 0;
-  #sequence = 0;
-  readonly #timers = new Map<number, { readonly dueAt: number; readonly fn: () => void }>();
-
-  /** Starts at `startMs` epoch milliseconds (default 0). */
-  constructor(startMs = 0) {
-    this.#now = startMs;
-  }
-
-  /** The fake current time. */
-  now(): number {
-    return this.#now;
-  }
-
-  /** The fake monotonic time: starts at 0 and moves only with `advance`, never with `jumpWallClock`. */
-  monotonic(): number {
-    return this.#monotonic;
-  }
-
-  /**
-   * Sets the fake wall clock forward (or back, with a negative `ms`) as an NTP step or an operator would:
-   * `now()` jumps, the monotonic clock and the timers (which run on elapsed time) do not move.
-   */
-  jumpWallClock(ms: number): void {
-    this.#now += ms;
-    for (const [id, timer] of this.#timers) this.#timers.set(id, { ...timer, dueAt: timer.dueAt + ms });
-  }
-
-  /** Arms a fake timer, due `ms` after the fake current time. */
-  setTimer(fn: () => void, ms: number): Timer {
-    const id = this.#sequence++;
-    this.#timers.set(id, { dueAt: this.#now + delayOf(ms), fn });
-    return { cancel: () => void this.#timers.delete(id) };
-  }
-
-  /** Timers armed and not yet fired or cancelled. */
-  get pendingTimers(): number {
-    return this.#timers.size;
-  }
-
-  /**
-   * Moves time forward by `ms`, running every timer that falls due on the way
-   * at its own due time, synchronously. Promise callbacks a timer starts do
-   * not run until the caller yields; use `advanceAsync` when they should.
-   */
-  advance(ms: number): void {
-    const target = this.#now + delayOf(ms);
-    for (let next = this.#nextDue(target); next !== undefined; next = this.#nextDue(target)) this.#fire(next);
-    this.#moveTo(target);
-  }
-
-  /**
-   * Like `advance`, but lets pending promise callbacks and immediates settle
-   * before the first timer and after each one, as they would between real
-   * timers. Work that a timer starts can thus arm further timers within the
-   * same advance (a failed retry arming its backoff, say).
-   */
-  async advanceAsync(ms: number): Promise<void> {
-    const target = this.#now + delayOf(ms);
-    await settle();
-    for (let next = this.#nextDue(target); next !== undefined; next = this.#nextDue(target)) {
-      this.#fire(next);
-      await settle();
-    }
-    this.#moveTo(target);
-  }
-
-  /** Moves both clocks to the wall time `target`: elapsed time passes on both. */
-  #moveTo(target: number): void {
-    if (target > this.#now) this.#monotonic += target - this.#now;
-    this.#now = target;
-  }
-
-  #nextDue(limit: number): number | undefined {
-    let best: number | undefined;
-    let bestDue = limit;
-    // Map iteration is in arming order, so `<` keeps the earliest-armed among equal due times.
-    for (const [id, timer] of this.#timers) {
-      if (timer.dueAt < bestDue || (best === undefined && timer.dueAt === bestDue)) {
-        best = id;
-        bestDue = timer.dueAt;
-      }
-    }
-    return best;
-  }
-
-  #fire(id: number): void {
-    const timer = this.#timers.get(id);
-    if (timer === undefined) return;
-    this.#timers.delete(id);
-    this.#moveTo(Math.max(this.#now, timer.dueAt));
-    timer.fn();
-  }
-}
-
-/** Resolves after the microtask queue has drained and one turn of the event loop has passed. */
-export function settle(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve));
-}
-
-function delayOf(ms: number): number {
+/** The delay a timer waits for `ms`: negative or NaN means as soon as possible (the real and the fake clock agree). */
+export function delayOf(ms: number): number {
   return Number.isNaN(ms) || ms < 0 ? 0 : ms;
 }
 

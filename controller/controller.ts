@@ -11,7 +11,7 @@ import type { HashKey } from '../core/index.ts';
 import { ClusterView, workloadKey } from './cache/cluster-view.ts';
 import { reduceAppProject, reduceApplication, reduceConfig, reducePod, reduceProviderPodStatus, reduceReplicaSet, reduceWorkload, type TrackingOptions } from './cache/reduce.ts';
 import type { Clock } from './clock.ts';
-import type { ControllerConfig } from './config.ts';
+import type { ControllerConfig } from './config/model.ts';
 import { createEventRecorder, warningEvent } from './events.ts';
 import { createFleetMetrics, type FleetMetrics } from './fleet/metrics.ts';
 import { createKubeClient, loadKubeConfig, type KubeClient } from './kube/client.ts';

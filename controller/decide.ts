@@ -12,8 +12,8 @@
  * The rule assumes the plugin selected at least what the controller selects
  * (true with the defaults: plugin `all`, controller `annotated`).
  */
-import { ANNOTATIONS, CONFIG_KINDS, decide as decidePolicy, namedMatch, readWorkloadPolicy, type ConfigKind, type PolicyDecision, type PolicyMode } from '../core/index.ts';
-import { ABSENT, BOOKKEEPING, RELOADER_ROLLOUT_STRATEGY, configKey, restartTimeFor, restartTimeForWrite, type DigestMap } from './bookkeeping.ts';
+import { ANNOTATIONS, BOOKKEEPING, CONFIG_KINDS, RELOADER_ROLLOUT_STRATEGY, decide as decidePolicy, namedMatch, readWorkloadPolicy, type ConfigKind, type PolicyDecision, type PolicyMode } from '../core/index.ts';
+import { ABSENT, configKey, restartTimeFor, restartTimeForWrite, type DigestMap } from './bookkeeping.ts';
 import type { ConfigSummary, RestartStrategy, WorkloadSummary } from './model.ts';
 import { GIT_STRATEGY } from './writeback/select.ts';
 

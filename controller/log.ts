@@ -5,7 +5,7 @@
  * an error or a raw object ever reach a log call.
  */
 import { pino, type Logger } from 'pino';
-import type { LogLevel } from './config.ts';
+import type { LogLevel } from './config/model.ts';
 
 /** Paths whose values are replaced by `[redacted]` wherever they appear one or two levels down. */
 export const REDACT_PATHS: readonly string[] = Object.freeze([

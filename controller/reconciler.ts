@@ -11,8 +11,8 @@
  * pods created just before an operator wrote the new value are replaced.
  */
 import type { Logger } from 'pino';
-import { ManifestError, type PolicyMode } from '../core/index.ts';
-import { BOOKKEEPING, formatDigestMap, formatTime, parseDigestMap, parseRestartAt } from './bookkeeping.ts';
+import { BOOKKEEPING, FLEET_ANNOTATIONS, ManifestError, WRITE_BACK_ANNOTATION, type PolicyMode } from '../core/index.ts';
+import { formatDigestMap, formatTime, parseDigestMap, parseRestartAt } from './bookkeeping.ts';
 import { parseWorkloadKey, workloadKey, type ClusterView } from './cache/cluster-view.ts';
 import type { Clock } from './clock.ts';
 import type { ClockSkew } from './clock-skew.ts';
@@ -20,7 +20,7 @@ import type { RecordStore } from './record/store.ts';
 import { compareDigests, outOfBandDigests, resolveStrategy, selectConfigs, type ResolvedStrategy } from './decide.ts';
 import { normalEvent, warningEvent, type EventConfig, type EventRecorder } from './events.ts';
 import type { FleetMetrics } from './fleet/metrics.ts';
-import { FLEET_ANNOTATIONS, breakerState, cooldownFor, cooldownRemaining, formatHalt, parseHalt, type BreakerState, type FleetOptions } from './fleet/safety.ts';
+import { breakerState, cooldownFor, cooldownRemaining, formatHalt, parseHalt, type BreakerState, type FleetOptions } from './fleet/safety.ts';
 import type { ControllerMetrics } from './metrics.ts';
 import type { AppProjectSummary, PodSummary, RestartStrategy, WorkloadSummary } from './model.ts';
 import type { ProcessResult } from './queue.ts';
@@ -32,7 +32,7 @@ import { gitStep, type GitFallback } from './restart/git.ts';
 import type { WriteBack } from './writeback/engine.ts';
 import type { WriteBackMetrics } from './writeback/metrics.ts';
 import type { ConfigDigest } from './writeback/model.ts';
-import { formatWriteBackRecord, parseWriteBackRecord, WRITE_BACK_ANNOTATION, type WriteBackRecord } from './writeback/record.ts';
+import { formatWriteBackRecord, parseWriteBackRecord, type WriteBackRecord } from './writeback/record.ts';
 import { selectGit, type WriteBackDefaults } from './writeback/select.ts';
 
 /** The reconcile settings from the configuration. */

@@ -3,7 +3,7 @@
  * watching only those), `--ignore-namespaces`, and `--namespace-selector`
  * (matched against the labels of the cached Namespace objects).
  */
-import type { LabelSelector } from './config.ts';
+import type { LabelSelector } from './config/label-selector.ts';
 
 /** True when every requirement of the selector holds for the labels (Kubernetes' semantics). */
 export function matchesSelector(selector: LabelSelector, labels: Readonly<Record<string, string>>): boolean {

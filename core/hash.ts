@@ -4,9 +4,6 @@ import { ManifestError } from './errors.ts';
 import { getPath, isRecord } from './manifest.ts';
 import type { HashEntry, HashKey, Manifest } from './model.ts';
 
-/** The pod template annotation that carries a workload's hash. */
-export const HASH_ANNOTATION = 'driftless.dev/config-hash';
-
 /** The version prefix of every hash value; a new algorithm gets a new prefix, never a silent change. */
 export const HASH_VERSION = 'v1';
 

@@ -16,6 +16,18 @@ export type {
   Reference,
   ReferenceField,
 } from './model.ts';
+export {
+  ANNOTATIONS,
+  BOOKKEEPING,
+  DRIFTLESS_PREFIX,
+  FLEET_ANNOTATIONS,
+  HASH_ANNOTATION,
+  RELOADER_ROLLOUT_STRATEGY,
+  WRITE_BACK_ANNOTATION,
+  WRITE_BACK_BRANCH_ANNOTATION,
+  WRITE_BACK_REPO_ANNOTATION,
+  WRITE_BACK_SOURCE_ANNOTATION,
+} from './annotations.ts';
 export { ManifestError, describeObject } from './errors.ts';
 export type { ObjectIdentity } from './errors.ts';
 export { apiGroup, expandLists, getPath, isRecord, toManifest } from './manifest.ts';
@@ -23,10 +35,9 @@ export type { ManifestContext } from './manifest.ts';
 export { WORKLOAD_KINDS, isRollout, podTemplatePath, rolloutWorkloadRef } from './workloads.ts';
 export type { WorkloadKind, WorkloadRef } from './workloads.ts';
 export { findReferences } from './references.ts';
-export { ANNOTATIONS, CONFIG_KINDS, decide, namedMatch, parseGoBool, reloaderPatternToJs, readAnnotations, readWorkloadPolicy } from './policy.ts';
+export { CONFIG_KINDS, decide, namedMatch, parseGoBool, reloaderPatternToJs, readAnnotations, readWorkloadPolicy } from './policy.ts';
 export type { KindPolicy, NamedPattern, PolicyConfig, WorkloadPolicy } from './policy.ts';
 export {
-  HASH_ANNOTATION,
   HASH_VERSION,
   SOURCE_ENTRY_KINDS,
   canonicalJson,

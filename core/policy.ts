@@ -1,33 +1,8 @@
+import { ANNOTATIONS } from './annotations.ts';
 import { ManifestError } from './errors.ts';
 import { getPath, isRecord } from './manifest.ts';
 import type { ConfigKind, Manifest, PolicyDecision, PolicyMode } from './model.ts';
 import { podTemplatePath } from './workloads.ts';
-
-/**
- * Stakater Reloader's annotation keys, so that a workload annotated for
- * Reloader means the same thing here without editing a manifest.
- */
-export const ANNOTATIONS = Object.freeze({
-  auto: 'reloader.stakater.com/auto',
-  search: 'reloader.stakater.com/search',
-  match: 'reloader.stakater.com/match',
-  ignore: 'reloader.stakater.com/ignore',
-  typedAuto: Object.freeze({
-    ConfigMap: 'configmap.reloader.stakater.com/auto',
-    Secret: 'secret.reloader.stakater.com/auto',
-    SecretProviderClass: 'secretproviderclass.reloader.stakater.com/auto',
-  }),
-  named: Object.freeze({
-    ConfigMap: 'configmap.reloader.stakater.com/reload',
-    Secret: 'secret.reloader.stakater.com/reload',
-    SecretProviderClass: 'secretproviderclass.reloader.stakater.com/reload',
-  }),
-  exclude: Object.freeze({
-    ConfigMap: 'configmaps.exclude.reloader.stakater.com/reload',
-    Secret: 'secrets.exclude.reloader.stakater.com/reload',
-    SecretProviderClass: 'secretproviderclasses.exclude.reloader.stakater.com/reload',
-  }),
-} as const);
 
 /** The config kinds, in the order Reloader's annotation families list them. */
 export const CONFIG_KINDS: readonly ConfigKind[] = Object.freeze(['ConfigMap', 'Secret', 'SecretProviderClass']);

@@ -9,6 +9,9 @@ import type { PolicyMode } from '../core/index.ts';
 // the index would load all of core there (invoke.ts loads core only once kustomize or helm runs).
 // oxlint-disable-next-line no-restricted-imports
 import { parseGoDuration } from '../core/go-duration.ts';
+// oxlint-disable-next-line no-restricted-imports -- as above: core/manifest.ts, not the whole index.
+import { isRecord } from '../core/manifest.ts';
+import { deepFreeze } from '../cli/deep-freeze.ts';
 import { UsageError } from './errors.ts';
 import { envsubst } from './source/envsubst.ts';
 import { parseArgv as readArgv, parseBoolean, helpRow, type FlagRow } from '../cli/flags.ts';
@@ -471,10 +474,6 @@ function parseAppParameters(text: string | undefined): ReadonlyMap<string, RawVa
   return result;
 }
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
 function isEmpty(raw: RawValue): boolean {
   if (raw.kind === 'string') return raw.value === '';
   if (raw.kind === 'array') return raw.value.length === 0;
@@ -608,14 +607,6 @@ function findRepoRoot(appDir: string, sourcePath: string): string {
 export function isInside(child: string, parent: string): boolean {
   const relative = path.relative(parent, child);
   return relative === '' || (!relative.startsWith('..') && !path.isAbsolute(relative));
-}
-
-function deepFreeze<T>(value: T): T {
-  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const inner of Object.values(value)) deepFreeze(inner);
-  }
-  return value;
 }
 
 // ---------------------------------------------------------------------------

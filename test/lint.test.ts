@@ -4,7 +4,8 @@
  * explicitly, with the same oxlint and a config that only extends the repository's (it
  * is not named .oxlintrc.json: a nested config of that name would be picked up by the
  * normal run and un-ignore the folder, since ignorePatterns do not carry over).
- * The layer rules (no-restricted-imports per folder) are checked on a scratch tree.
+ * The layer rules (no-restricted-imports per folder) and the size rules (max-lines-per-function,
+ * complexity) are checked on scratch trees.
  */
 import { execFile } from 'node:child_process';
 import { copyFile, mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
@@ -61,42 +62,73 @@ describe('lint', () => {
   });
 
   it('enforces the layers: each folder rule fires on a violation, and allowed imports pass', async () => {
-    // A scratch tree laid out like the repository, linted with the repository's config copied verbatim;
-    // the violations must not live in the real folders, where the normal run would fail on them.
-    const scratch = await mkdtemp(join(tmpdir(), 'driftless-lint-layers-'));
-    try {
-      await copyFile(join(root, '.oxlintrc.json'), join(scratch, '.oxlintrc.json'));
-      await symlink(join(root, 'node_modules'), join(scratch, 'node_modules'));
-      const files: Record<string, string> = {
-        'core/index.ts': 'export const x = 1;\n',
-        'core/inner.ts': 'export const y = 1;\n',
-        'core/ok.ts': "import { x } from './index.ts';\nimport { y } from './inner.ts';\nexport const a = x + y;\n",
-        'core/bad.ts': "import { y } from '../cli/flags.ts';\nexport const a = y;\n",
-        'cli/flags.ts': 'export const y = 1;\n',
-        'cli/ok.ts': "import { x } from '../core/index.ts';\nimport { y } from './flags.ts';\nexport const a = x + y;\n",
-        'cli/bad.ts': "import { y } from '../plugin/inner.ts';\nexport const a = y;\n",
-        'cli/bad-core.ts': "import { y } from '../core/inner.ts';\nexport const a = y;\n",
-        'plugin/inner.ts': 'export const y = 1;\n',
-        'plugin/ok.ts': "import { x } from '../core/index.ts';\nimport { y } from '../cli/flags.ts';\nexport const a = x + y;\n",
-        'plugin/bad.ts': "import { y } from '../controller/inner.ts';\nexport const a = y;\n",
-        'plugin/server/bad-core.ts': "import { y } from '../../core/inner.ts';\nexport const a = y;\n",
-        'controller/inner.ts': 'export const y = 1;\n',
-        'controller/ok.ts': "import { x } from '../core/index.ts';\nimport { y } from '../cli/flags.ts';\nexport const a = x + y;\n",
-        'controller/explain/bad.ts': "export const a = (await import('../../plugin/inner.ts')).y;\n",
-        'test/bad-core.ts': "import { y } from '../core/inner.ts';\nexport const a = y;\n",
-      };
-      for (const [file, text] of Object.entries(files)) {
-        await mkdir(dirname(join(scratch, file)), { recursive: true });
-        await writeFile(join(scratch, file), text);
-      }
-      const result = await lint(['--format', 'json', 'core', 'cli', 'plugin', 'controller', 'test'], scratch);
-      assert.notEqual(result.code, 0, result.stdout);
-      const report = JSON.parse(result.stdout) as { diagnostics: { code: string; filename: string }[] };
-      const flagged = report.diagnostics.map((d) => `${d.filename} ${d.code}`).sort();
-      const expected = Object.keys(files).filter((file) => file.includes('/bad')).map((file) => `${file} eslint(no-restricted-imports)`).sort();
-      assert.deepEqual(flagged, expected, result.stdout);
-    } finally {
-      await rm(scratch, { recursive: true, force: true });
-    }
+    const files: Record<string, string> = {
+      'core/index.ts': 'export const x = 1;\n',
+      'core/inner.ts': 'export const y = 1;\n',
+      'core/ok.ts': "import { x } from './index.ts';\nimport { y } from './inner.ts';\nexport const a = x + y;\n",
+      'core/bad.ts': "import { y } from '../cli/flags.ts';\nexport const a = y;\n",
+      'cli/flags.ts': 'export const y = 1;\n',
+      'cli/ok.ts': "import { x } from '../core/index.ts';\nimport { y } from './flags.ts';\nexport const a = x + y;\n",
+      'cli/bad.ts': "import { y } from '../plugin/inner.ts';\nexport const a = y;\n",
+      'cli/bad-core.ts': "import { y } from '../core/inner.ts';\nexport const a = y;\n",
+      'plugin/inner.ts': 'export const y = 1;\n',
+      'plugin/ok.ts': "import { x } from '../core/index.ts';\nimport { y } from '../cli/flags.ts';\nexport const a = x + y;\n",
+      'plugin/bad.ts': "import { y } from '../controller/inner.ts';\nexport const a = y;\n",
+      'plugin/server/bad-core.ts': "import { y } from '../../core/inner.ts';\nexport const a = y;\n",
+      'controller/inner.ts': 'export const y = 1;\n',
+      'controller/ok.ts': "import { x } from '../core/index.ts';\nimport { y } from '../cli/flags.ts';\nexport const a = x + y;\n",
+      'controller/explain/bad.ts': "export const a = (await import('../../plugin/inner.ts')).y;\n",
+      'test/bad-core.ts': "import { y } from '../core/inner.ts';\nexport const a = y;\n",
+    };
+    const expected = Object.keys(files).filter((file) => file.includes('/bad')).map((file) => `${file} eslint(no-restricted-imports)`);
+    await assertFlagged(files, expected);
+  });
+
+  it('limits a function to 80 lines (blank and comment lines not counted) and to a complexity of 20', async () => {
+    // Each rule gets a function just over its limit and one at it; only the former may be flagged.
+    const files: Record<string, string> = {
+      'controller/long.ts': counted(81),
+      // 80 counted lines, with a blank and a comment line after each statement that must not count.
+      'controller/long-ok.ts': counted(80, '\n  // a comment\n'),
+      'controller/complex.ts': branches(20),
+      'controller/complex-ok.ts': branches(19),
+    };
+    await assertFlagged(files, ['controller/complex.ts eslint(complexity)', 'controller/long.ts eslint(max-lines-per-function)']);
   });
 });
+
+/**
+ * Lints `files` in a scratch tree laid out like the repository, with the repository's config copied
+ * verbatim (the violations must not live in the real folders, where the normal run would fail on them),
+ * and checks that exactly `expected` (`file code` pairs) are flagged.
+ */
+async function assertFlagged(files: Readonly<Record<string, string>>, expected: readonly string[]): Promise<void> {
+  const scratch = await mkdtemp(join(tmpdir(), 'driftless-lint-'));
+  try {
+    await copyFile(join(root, '.oxlintrc.json'), join(scratch, '.oxlintrc.json'));
+    await symlink(join(root, 'node_modules'), join(scratch, 'node_modules'));
+    for (const [file, text] of Object.entries(files)) {
+      await mkdir(dirname(join(scratch, file)), { recursive: true });
+      await writeFile(join(scratch, file), text);
+    }
+    const folders = [...new Set(Object.keys(files).map((file) => file.split('/')[0] as string))].sort();
+    const result = await lint(['--format', 'json', ...folders], scratch);
+    assert.notEqual(result.code, 0, result.stdout);
+    const report = JSON.parse(result.stdout) as { diagnostics: { code: string; filename: string }[] };
+    const flagged = report.diagnostics.map((d) => `${d.filename} ${d.code}`).sort();
+    assert.deepEqual(flagged, [...expected].sort(), result.stdout);
+  } finally {
+    await rm(scratch, { recursive: true, force: true });
+  }
+}
+
+/** A function of `total` lines of code (its first and last line count too), `filler` after each statement. */
+function counted(total: number, filler = ''): string {
+  return `export function f(): number {\n  let n = 0;\n${filler}${`  n += 1;\n${filler}`.repeat(total - 4)}  return n;\n}\n`;
+}
+
+/** A function with `count` if statements: a complexity of `count` + 1. */
+function branches(count: number): string {
+  const ifs = Array.from({ length: count }, (_, i) => `  if (x === ${i}) return ${i};\n`).join('');
+  return `export function f(x: number): number {\n${ifs}  return -1;\n}\n`;
+}

@@ -15,7 +15,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { promisify } from 'node:util';
 import { parse, parseAllDocuments } from 'yaml';
-import { findControllerFlag } from '../controller/config.ts';
+import { findControllerFlag } from '../controller/config/flags.ts';
 import type { KubeObject } from './cluster/api.ts';
 import type { Cluster } from './cluster/harness.ts';
 import { create, useCluster, waitForDeploymentRollout } from './cluster/testing.ts';

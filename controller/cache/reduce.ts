@@ -4,21 +4,7 @@
  * object, and are pure given `now` — the payload of a Secret is digested here
  * and never stored.
  */
-import {
-  ANNOTATIONS,
-  HASH_ANNOTATION,
-  configMapEntry,
-  findReferences,
-  getPath,
-  hashEntries,
-  isRecord,
-  podTemplatePath,
-  secretEntry,
-  toManifest,
-  type HashKey,
-  type Manifest,
-} from '../../core/index.ts';
-import { BOOKKEEPING } from '../bookkeeping.ts';
+import { ANNOTATIONS, BOOKKEEPING, DRIFTLESS_PREFIX, FLEET_ANNOTATIONS, HASH_ANNOTATION, RELOADER_ROLLOUT_STRATEGY, WRITE_BACK_ANNOTATION, configMapEntry, findReferences, getPath, hashEntries, isRecord, podTemplatePath, secretEntry, toManifest, type HashKey, type Manifest } from '../../core/index.ts';
 import { readSyncWindows } from '../windows/sync-windows.ts';
 import type { ApplicationSourceLike } from '../writeback/source.ts';
 import type {
@@ -314,7 +300,7 @@ function nest(path: readonly string[], leaf: unknown): Record<string, unknown> {
 /** The annotations of a workload the controller itself reads. */
 function ownAnnotation(key: string): boolean {
   // Reloader's pause period is read by fleet safety (controller/fleet/safety.ts).
-  return key.startsWith('driftless.dev/') || key === 'reloader.stakater.com/rollout-strategy' || key === 'deployment.reloader.stakater.com/pause-period';
+  return key.startsWith(DRIFTLESS_PREFIX) || key === RELOADER_ROLLOUT_STRATEGY || key === FLEET_ANNOTATIONS.pausePeriod;
 }
 
 /**
@@ -417,7 +403,7 @@ export function reduceApplication(raw: unknown, argocdNamespace: string): Applic
     project: str(spec['project']) || 'default',
     destination: Object.freeze({ server: str(destination['server']), name: str(destination['name']), namespace: str(destination['namespace']) }),
     writeBackSource: Object.freeze({
-      metadata: Object.freeze({ name, namespace, annotations: stringRecord(metadata['annotations'], (key) => key.startsWith('driftless.dev/write-back')) }),
+      metadata: Object.freeze({ name, namespace, annotations: stringRecord(metadata['annotations'], (key) => key.startsWith(WRITE_BACK_ANNOTATION)) }),
       spec: Object.freeze({
         source: isRecord(spec['source']) ? reduceSource(spec['source']) : undefined,
         sources: Array.isArray(spec['sources']) ? Object.freeze(spec['sources'].map((s) => reduceSource(record(s)))) : undefined,

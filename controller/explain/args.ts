@@ -8,7 +8,8 @@
  */
 import { UsageError } from '../../cli/errors.ts';
 import { parseArgv as readArgv } from '../../cli/flags.ts';
-import { parseControllerConfig, type ControllerConfig } from '../config.ts';
+import type { ControllerConfig } from '../config/model.ts';
+import { parseControllerConfig } from '../config/parse.ts';
 import type { WorkloadKindName } from '../model.ts';
 
 /** What to explain: one workload, one config, or every workload of the namespace. */

@@ -9,7 +9,7 @@
 import type { HashKey } from '../../core/index.ts';
 import { ClusterView, workloadKey } from '../cache/cluster-view.ts';
 import { reduceAppProject, reduceApplication, reduceConfig, reducePod, reduceProviderPodStatus, reduceReplicaSet, reduceWorkload, type TrackingOptions } from '../cache/reduce.ts';
-import type { LabelRequirement } from '../config.ts';
+import type { LabelRequirement } from '../config/label-selector.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { isForbidden, isNotFound } from '../kube/errors.ts';
 import { OTHER_RESOURCES, WORKLOAD_RESOURCES, collectionPath, objectPath, type ResourceSpec } from '../kube/resources.ts';

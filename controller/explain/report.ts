@@ -5,8 +5,8 @@
  * would do. Built only from names, rules, counts and digests: the digests are
  * keyed hashes (HMAC with the controller's key), shortened, never a value.
  */
-import { ManifestError, type PolicyMode } from '../../core/index.ts';
-import { ABSENT, BOOKKEEPING, configKey, formatTime, parseDigestMap, parseRestartAt, type DigestMap } from '../bookkeeping.ts';
+import { BOOKKEEPING, ManifestError, WRITE_BACK_ANNOTATION, type PolicyMode } from '../../core/index.ts';
+import { ABSENT, configKey, formatTime, parseDigestMap, parseRestartAt, type DigestMap } from '../bookkeeping.ts';
 import { parseWorkloadKey, workloadKey } from '../cache/cluster-view.ts';
 import { compareDigests, outOfBandDigests, resolveStrategy, selectConfigs, type ConfigLookup, type ResolvedStrategy, type Selection } from '../decide.ts';
 import type { AppProjectSummary, PodSummary, RestartStrategy, WorkloadSummary } from '../model.ts';
@@ -14,7 +14,7 @@ import { rolledAway } from '../restart/git.ts';
 import { isStalePod } from '../restart/stale-pods.ts';
 import { nextStep, type RestartStep } from '../restart/step.ts';
 import { matchesSelector } from '../scope.ts';
-import { parseWriteBackRecord, WRITE_BACK_ANNOTATION, type WriteBackRecord } from '../writeback/record.ts';
+import { parseWriteBackRecord, type WriteBackRecord } from '../writeback/record.ts';
 import { selectGit, type WriteBackDefaults } from '../writeback/select.ts';
 import type { LiveTarget } from './args.ts';
 import type { BudgetSummary, LiveSnapshot } from './collect.ts';

@@ -8,18 +8,10 @@
  * restart or a leader change neither resets a cooldown, nor forgets a halt,
  * nor closes a tripped breaker (ADR 0010).
  */
-import { canonicalJson, parseGoDuration } from '../../core/index.ts';
+import { FLEET_ANNOTATIONS, canonicalJson, parseGoDuration } from '../../core/index.ts';
 import { formatTime } from '../bookkeeping.ts';
 import type { PodSummary, WorkloadSummary } from '../model.ts';
 import { isLivePod } from '../restart/stale-pods.ts';
-
-/** Annotation keys of fleet safety. */
-export const FLEET_ANNOTATIONS = Object.freeze({
-  /** Written by the controller when a restart's replacement pods failed the health gate: JSON `{"at","reason"}`. */
-  restartHalted: 'driftless.dev/restart-halted',
-  /** Reloader's per-Deployment pause period (a Go duration); honoured here on every kind. */
-  pausePeriod: 'deployment.reloader.stakater.com/pause-period',
-} as const);
 
 /** The fleet-safety settings from the configuration (all durations in ms; 0 = off). */
 export interface FleetOptions {

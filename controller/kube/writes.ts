@@ -15,10 +15,9 @@
  * that cannot prove it leads writes nothing, and the reconciler need not know.
  * Every write has a deadline, sent along as the API server's `timeout` too.
  */
-import { BOOKKEEPING, formatTime } from '../bookkeeping.ts';
-import { FLEET_ANNOTATIONS } from '../fleet/safety.ts';
+import { BOOKKEEPING, FLEET_ANNOTATIONS, WRITE_BACK_ANNOTATION } from '../../core/index.ts';
+import { formatTime } from '../bookkeeping.ts';
 import type { PodSummary, WorkloadSummary } from '../model.ts';
-import { WRITE_BACK_ANNOTATION } from '../writeback/record.ts';
 import type { KubeClient } from './client.ts';
 import { KubeApiError, isEvictionPreconditionFailed, isNotFound, isRejectedWrite, isTooManyRequests } from './errors.ts';
 import { unfenced, type Fence } from './fence.ts';

@@ -5,7 +5,7 @@
  */
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.ts';
-import type { ControllerConfig } from '../config.ts';
+import type { ControllerConfig } from '../config/model.ts';
 import type { EventRecorder } from '../events.ts';
 import { notifyingRecorder } from './recorder.ts';
 import { Notifier } from './sender.ts';

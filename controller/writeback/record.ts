@@ -14,9 +14,6 @@
  */
 import { canonicalJson } from '../../core/index.ts';
 
-/** The annotation key. */
-export const WRITE_BACK_ANNOTATION = 'driftless.dev/write-back';
-
 /**
  * Where a change's write-back stands:
  * - `pending`: submitted (or to be submitted again after a controller restart);

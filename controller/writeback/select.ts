@@ -9,7 +9,7 @@
  * that is no strategy falls through to the defaults, as it falls back to
  * `--restart-strategy` there.
  */
-import { BOOKKEEPING, RELOADER_ROLLOUT_STRATEGY } from '../bookkeeping.ts';
+import { BOOKKEEPING, RELOADER_ROLLOUT_STRATEGY } from '../../core/index.ts';
 import type { ApplicationSummary, WorkloadSummary } from '../model.ts';
 
 /** The annotation value that selects the write-back. */

@@ -3,7 +3,7 @@
  * that maps `--write-back-*` to `WriteBackSettings`.
  */
 import path from 'node:path';
-import type { ControllerConfig } from '../config.ts';
+import type { ControllerConfig } from '../config/model.ts';
 import type { WriteBackSettings } from './engine.ts';
 
 /** `tmpdir` is the OS temporary directory (passed in: reading it is the entry point's business). */

@@ -12,11 +12,8 @@
  *   `spec.sources` to write for, when several are rendered by the plugin.
  */
 import path from 'node:path';
+import { WRITE_BACK_BRANCH_ANNOTATION, WRITE_BACK_REPO_ANNOTATION, WRITE_BACK_SOURCE_ANNOTATION } from '../../core/index.ts';
 import { redactUrl } from './errors.ts';
-
-export const WRITE_BACK_BRANCH_ANNOTATION = 'driftless.dev/write-back-branch';
-export const WRITE_BACK_REPO_ANNOTATION = 'driftless.dev/write-back-repo';
-export const WRITE_BACK_SOURCE_ANNOTATION = 'driftless.dev/write-back-source';
 
 /** The fields of an Argo CD ApplicationSource read here. */
 export interface ApplicationSourceLike {

@@ -9,6 +9,7 @@
 import { cp, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { isRecord } from '../../core/index.ts';
 import { isInside } from '../config.ts';
 import type { KustomizeOptions, PluginConfig } from '../config.ts';
 import { RenderError, UsageError } from '../errors.ts';
@@ -236,8 +237,4 @@ async function appendPatches(appDir: string, patches: readonly Record<string, un
     throw new RenderError(`applying parameter patches: the "patches" field of ${path.basename(file)} is not a list`);
   }
   await writeFile(file, document.toString());
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { UsageError } from '../../cli/errors.ts';
 import { envName, helpRow, parseArgv, parseBoolean, type ArgvOptions } from '../../cli/flags.ts';
-import { parseControllerConfig } from '../../controller/config.ts';
+import { parseControllerConfig } from '../../controller/config/parse.ts';
 import { parseConfig } from '../../plugin/config.ts';
 
 const FLAGS: ArgvOptions['flags'] = [{ name: 'mode' }, { name: 'dry-run', boolean: true }, { name: 'set', repeatable: true }];

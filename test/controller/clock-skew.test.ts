@@ -7,10 +7,11 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { pino } from 'pino';
-import { BOOKKEEPING, formatTime } from '../../controller/bookkeeping.ts';
+import { formatTime } from '../../controller/bookkeeping.ts';
 import { dataWriteTime, reduceConfig } from '../../controller/cache/reduce.ts';
 import { ClusterView, workloadKey } from '../../controller/cache/cluster-view.ts';
-import { FakeClock } from '../../controller/clock.ts';
+import { BOOKKEEPING } from '../../core/index.ts';
+import { FakeClock } from '../support/fake-clock.ts';
 import { ClockSkew } from '../../controller/clock-skew.ts';
 import { compareDigests } from '../../controller/decide.ts';
 import type { EventRecorder } from '../../controller/events.ts';

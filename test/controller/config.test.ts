@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { CONTROLLER_FLAGS, controllerUsageText, parseControllerConfig } from '../../controller/config.ts';
+import { CONTROLLER_FLAGS } from '../../controller/config/flags.ts';
+import { controllerUsageText } from '../../controller/config/help.ts';
+import type { ControllerConfig } from '../../controller/config/model.ts';
+import { parseControllerConfig } from '../../controller/config/parse.ts';
 import { DEFAULT_MESSAGE_TEMPLATE } from '../../controller/writeback/message.ts';
-import type { ControllerConfig } from '../../controller/config.ts';
 import { UsageError } from '../../cli/errors.ts';
 import { exitCodeFor } from '../../plugin/errors.ts';
 

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { pino } from 'pino';
 import { ClusterView, workloadKey } from '../../controller/cache/cluster-view.ts';
-import { FakeClock } from '../../controller/clock.ts';
+import { FakeClock } from '../support/fake-clock.ts';
 import { createEventRecorder, warningEvent, type EventRecorder } from '../../controller/events.ts';
 import type { KubeClient } from '../../controller/kube/client.ts';
 import type { Writes } from '../../controller/kube/writes.ts';

@@ -9,11 +9,11 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { pino } from 'pino';
-import { BOOKKEEPING } from '../../controller/bookkeeping.ts';
 import { ClusterView, workloadKey } from '../../controller/cache/cluster-view.ts';
-import { FakeClock } from '../../controller/clock.ts';
+import { BOOKKEEPING, FLEET_ANNOTATIONS } from '../../core/index.ts';
+import { FakeClock } from '../support/fake-clock.ts';
 import { eventMessage, type EventReason, type EventRecorder } from '../../controller/events.ts';
-import { FLEET_ANNOTATIONS, formatHalt, type FleetOptions } from '../../controller/fleet/safety.ts';
+import { formatHalt, type FleetOptions } from '../../controller/fleet/safety.ts';
 import type { OwnFields, Writes } from '../../controller/kube/writes.ts';
 import type { PodSummary, WorkloadSummary } from '../../controller/model.ts';
 import { Reconciler, type StartLimiter } from '../../controller/reconciler.ts';

@@ -4,8 +4,9 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { FLEET_ANNOTATIONS, breakerState, cooldownFor, cooldownRemaining, formatHalt, healthGate, parseHalt, type FleetOptions } from '../../controller/fleet/safety.ts';
+import { breakerState, cooldownFor, cooldownRemaining, formatHalt, healthGate, parseHalt, type FleetOptions } from '../../controller/fleet/safety.ts';
 import type { PodSummary } from '../../controller/model.ts';
+import { FLEET_ANNOTATIONS } from '../../core/index.ts';
 import { workload } from './support/summaries.ts';
 
 const OPTIONS: FleetOptions = Object.freeze({ minRestartIntervalMs: 60_000, pausePeriodMs: 0, healthGateTimeoutMs: 300_000, breakerThreshold: 3, breakerWindowMs: 600_000 });

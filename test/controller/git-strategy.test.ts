@@ -13,7 +13,8 @@ import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { reduceApplication } from '../../controller/cache/reduce.ts';
 import { ClusterView, workloadKey } from '../../controller/cache/cluster-view.ts';
-import { FakeClock } from '../../controller/clock.ts';
+import { WRITE_BACK_ANNOTATION } from '../../core/index.ts';
+import { FakeClock } from '../support/fake-clock.ts';
 import { eventMessage, type EventReason, type EventRecorder } from '../../controller/events.ts';
 import type { Writes } from '../../controller/kube/writes.ts';
 import type { PodSummary, WorkloadSummary } from '../../controller/model.ts';
@@ -22,7 +23,7 @@ import { createWriteBack, WRITE_BACK_DEFAULTS, type WriteBack } from '../../cont
 import { WriteBackError } from '../../controller/writeback/errors.ts';
 import type { GitJob, GitRunResult } from '../../controller/writeback/git-run.ts';
 import { createWriteBackMetrics } from '../../controller/writeback/metrics.ts';
-import { parseWriteBackRecord, WRITE_BACK_ANNOTATION } from '../../controller/writeback/record.ts';
+import { parseWriteBackRecord } from '../../controller/writeback/record.ts';
 import { config, workload } from './support/summaries.ts';
 import { appliedOwnFields } from './support/apply.ts';
 

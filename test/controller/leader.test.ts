@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { pino } from 'pino';
-import { FakeClock, settle } from '../../controller/clock.ts';
+import { FakeClock, settle } from '../support/fake-clock.ts';
 import type { KubeClient, RequestOptions } from '../../controller/kube/client.ts';
 import { KubeApiError, KubeTransportError } from '../../controller/kube/errors.ts';
 import { FencedError } from '../../controller/kube/fence.ts';

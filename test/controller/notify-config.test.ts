@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { inspect } from 'node:util';
-import { controllerUsageText, parseControllerConfig, type ControllerConfig } from '../../controller/config.ts';
+import { controllerUsageText } from '../../controller/config/help.ts';
+import type { ControllerConfig } from '../../controller/config/model.ts';
+import { parseControllerConfig } from '../../controller/config/parse.ts';
 import { UsageError } from '../../cli/errors.ts';
 
 type Env = Record<string, string | undefined>;

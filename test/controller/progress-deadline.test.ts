@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { pino } from 'pino';
 import { ClusterView, workloadKey } from '../../controller/cache/cluster-view.ts';
-import { FakeClock } from '../../controller/clock.ts';
+import { FakeClock } from '../support/fake-clock.ts';
 import { eventMessage, type EventReason, type EventRecorder } from '../../controller/events.ts';
 import type { Writes } from '../../controller/kube/writes.ts';
 import { createMetrics } from '../../controller/metrics.ts';

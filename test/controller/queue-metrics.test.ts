@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Registry } from 'prom-client';
-import { FakeClock, settle } from '../../controller/clock.ts';
+import { FakeClock, settle } from '../support/fake-clock.ts';
 import { createWorkqueueMetrics } from '../../controller/metrics.ts';
 import { WorkQueue } from '../../controller/queue.ts';
 

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, it } from 'node:test';
-import { FakeClock, settle, systemClock } from '../../controller/clock.ts';
+import { systemClock } from '../../controller/clock.ts';
+import { FakeClock, settle } from '../support/fake-clock.ts';
 import { QueueShutDownError, WorkQueue } from '../../controller/queue.ts';
 import type { ProcessResult, WorkQueueOptions } from '../../controller/queue.ts';
 

@@ -9,9 +9,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { pino } from 'pino';
-import { BOOKKEEPING } from '../../controller/bookkeeping.ts';
 import { ClusterView, workloadKey } from '../../controller/cache/cluster-view.ts';
-import { FakeClock } from '../../controller/clock.ts';
+import { BOOKKEEPING } from '../../core/index.ts';
+import { FakeClock } from '../support/fake-clock.ts';
 import type { EventRecorder } from '../../controller/events.ts';
 import type { KubeClient } from '../../controller/kube/client.ts';
 import { unfenced } from '../../controller/kube/fence.ts';

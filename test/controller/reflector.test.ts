@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { pino } from 'pino';
-import { FakeClock, settle } from '../../controller/clock.ts';
+import { FakeClock, settle } from '../support/fake-clock.ts';
 import type { KubeClient, RequestOptions, WatchStream } from '../../controller/kube/client.ts';
 import { KubeApiError } from '../../controller/kube/errors.ts';
 import { Reflector, type ReflectorTiming } from '../../controller/kube/reflector.ts';

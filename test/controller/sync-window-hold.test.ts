@@ -9,10 +9,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { pino } from 'pino';
-import { BOOKKEEPING } from '../../controller/bookkeeping.ts';
 import { reduceApplication, reduceAppProject } from '../../controller/cache/reduce.ts';
 import { ClusterView, workloadKey } from '../../controller/cache/cluster-view.ts';
-import { FakeClock } from '../../controller/clock.ts';
+import { BOOKKEEPING } from '../../core/index.ts';
+import { FakeClock } from '../support/fake-clock.ts';
 import { eventMessage, type EventReason, type EventRecorder } from '../../controller/events.ts';
 import type { Writes } from '../../controller/kube/writes.ts';
 import type { PodSummary, WorkloadSummary } from '../../controller/model.ts';

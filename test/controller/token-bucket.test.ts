@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { FakeClock, settle } from '../../controller/clock.ts';
+import { FakeClock, settle } from '../support/fake-clock.ts';
 import type { Clock, Timer } from '../../controller/clock.ts';
 import { TokenBucket } from '../../controller/token-bucket.ts';
 

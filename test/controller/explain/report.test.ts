@@ -7,13 +7,14 @@
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { BOOKKEEPING, formatDigestMap, formatTime } from '../../../controller/bookkeeping.ts';
+import { formatDigestMap, formatTime } from '../../../controller/bookkeeping.ts';
 import { ClusterView, workloadKey } from '../../../controller/cache/cluster-view.ts';
 import type { LiveSnapshot } from '../../../controller/explain/collect.ts';
 import { formatLiveTable } from '../../../controller/explain/format.ts';
 import { buildLiveReport, type LiveRestart, type ReportOptions } from '../../../controller/explain/report.ts';
 import type { ApplicationSummary, WorkloadStatus, WorkloadSummary } from '../../../controller/model.ts';
-import { formatWriteBackRecord, WRITE_BACK_ANNOTATION } from '../../../controller/writeback/record.ts';
+import { formatWriteBackRecord } from '../../../controller/writeback/record.ts';
+import { BOOKKEEPING, WRITE_BACK_ANNOTATION } from '../../../core/index.ts';
 import { config, workload } from '../support/summaries.ts';
 
 /** T, a whole second; the snapshot is made 5 s after it. */

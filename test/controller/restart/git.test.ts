@@ -9,7 +9,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { FakeClock } from '../../../controller/clock.ts';
+import { FakeClock } from '../../support/fake-clock.ts';
 import { createWriteBack, WRITE_BACK_DEFAULTS, type WriteBack } from '../../../controller/writeback/engine.ts';
 import { WriteBackError } from '../../../controller/writeback/errors.ts';
 import type { GitJob, GitRunResult } from '../../../controller/writeback/git-run.ts';

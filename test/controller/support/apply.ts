@@ -5,11 +5,9 @@
  * strategy's write-back record) removed when left out — an apply by the field manager `driftless` drops
  * the fields it no longer sends — and the `rollout` strategy's template annotation as sent.
  */
-import { BOOKKEEPING } from '../../../controller/bookkeeping.ts';
-import { FLEET_ANNOTATIONS } from '../../../controller/fleet/safety.ts';
 import type { OwnFields } from '../../../controller/kube/writes.ts';
 import type { WorkloadSummary } from '../../../controller/model.ts';
-import { WRITE_BACK_ANNOTATION } from '../../../controller/writeback/record.ts';
+import { BOOKKEEPING, FLEET_ANNOTATIONS, WRITE_BACK_ANNOTATION } from '../../../core/index.ts';
 
 /** The workload as the API server returns it after the apply, at `resourceVersion`. */
 export function appliedOwnFields(workload: WorkloadSummary, fields: OwnFields, resourceVersion: string): WorkloadSummary {

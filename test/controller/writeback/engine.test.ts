@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Registry } from 'prom-client';
-import { FakeClock } from '../../../controller/clock.ts';
+import { FakeClock } from '../../support/fake-clock.ts';
 import { createWriteBack, WRITE_BACK_DEFAULTS } from '../../../controller/writeback/engine.ts';
 import { WriteBackError } from '../../../controller/writeback/errors.ts';
 import { createWriteBackMetrics } from '../../../controller/writeback/metrics.ts';
