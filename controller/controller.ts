@@ -25,7 +25,7 @@ import type { WorkQueue } from './queue.ts';
 import type { Reconciler } from './reconciler.ts';
 import type { WriteBack } from './writeback/engine.ts';
 import { connectCluster } from './wiring/cluster-client.ts';
-import { createElection, type Election } from './wiring/election.ts';
+import { createElection } from './wiring/election.ts';
 import { startPipeline } from './wiring/lifecycle.ts';
 import { GaugeSources, createProcessMetrics } from './wiring/metrics.ts';
 import { createClusterPipeline } from './wiring/pipeline.ts';
@@ -107,7 +107,7 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
   gauges.attach(pipeline, election.isLeader);
   const running = startPipeline(pipeline, config, { clock, log });
   // Standbys keep their caches warm; only the leader (or the only replica) reconciles and writes.
-  const synced = running.reconcileWhen(lead(election, () => {
+  const synced = running.reconcileWhen(election.lead(() => {
     // close() aborts a running git command synchronously; its promise is not awaited: the process exits.
     void writeBack.close();
     deps.onLostLeadership();
@@ -127,18 +127,10 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
       await writeBack.close();
       await notifications.close(NOTIFY_GRACE_MS);
       // Release the Lease after in-flight work, so the next leader starts from our last write.
-      await election.elector?.stop();
+      await election.release();
       await running.close();
       await election.close();
     },
   };
 }
 
-/** Starts the election; resolves once this replica leads (at once without one). */
-function lead(election: Election, onLost: () => void): Promise<void> {
-  const { elector } = election;
-  if (elector === undefined) return Promise.resolve();
-  return new Promise<void>((resolve) => {
-    elector.start({ onStartedLeading: resolve, onStoppedLeading: onLost });
-  });
-}
