@@ -1,0 +1,95 @@
+/**
+ * The watch table (controller/wiring/watches.ts): which reflectors the flags
+ * ask for, in which order and with which selectors, and what each change
+ * does — the handlers update the cache and return the workload keys to
+ * enqueue, nothing else. Real ClusterView and reducers; the reconciler's
+ * memory of restarts is a stand-in (its own tests cover it).
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import pino from 'pino';
+import { ClusterView } from '../../controller/cache/cluster-view.ts';
+import { ClockSkew } from '../../controller/clock-skew.ts';
+import { FakeClock } from '../support/fake-clock.ts';
+import type { ControllerConfig } from '../../controller/config/model.ts';
+import { parseControllerConfig } from '../../controller/config/parse.ts';
+import { RECORD_LABEL } from '../../controller/record/record.ts';
+import { RecordCache } from '../../controller/record/store.ts';
+import { createSkewSampler } from '../../controller/wiring/skew-sampler.ts';
+import { HELM_RELEASE_FIELD_SELECTOR, watchTable, type AnyWatch, type WatchTargets } from '../../controller/wiring/watches.ts';
+import { rawWorkload } from './support/summaries.ts';
+
+function configOf(argv: readonly string[]): ControllerConfig {
+  const config = parseControllerConfig(argv, {});
+  assert.ok(config.command !== 'help');
+  return config;
+}
+
+function targets(restarting: ReadonlySet<string> = new Set(), gone: string[] = []): WatchTargets & { view: ClusterView } {
+  const clock = new FakeClock(1_000_000);
+  return {
+    view: new ClusterView(),
+    recordCache: new RecordCache(),
+    namespaceLabels: new Map(),
+    skew: createSkewSampler(new ClockSkew(), { clock, log: pino({ level: 'silent' }), maxClockSkew: { ms: 5000, text: '5s' } }),
+    restarts: { isRestarting: (key) => restarting.has(key), podGone: (uid) => gone.push(uid) },
+    clock,
+    hashKey: undefined,
+  };
+}
+
+function names(watches: readonly AnyWatch[]): string[] {
+  return watches.map((w) => `${w.resource.plural}${w.namespace === undefined ? '' : ` in ${w.namespace}`}`);
+}
+
+const PER_NAMESPACE = ['configmaps', 'secrets', 'deployments', 'statefulsets', 'daemonsets', 'cronjobs', 'rollouts', 'deploymentconfigs', 'replicasets', 'pods', 'secretproviderclasspodstatuses'];
+
+test('the records first, then every namespace\'s watches in order; the optional ones only when a flag needs them', () => {
+  const plain = watchTable(configOf(['--namespaces=a,b', '--argocd-sync-wait=0', '--argocd-sync-windows=false']), 'home', targets());
+  assert.deepEqual(names(plain), ['configmaps in home', ...PER_NAMESPACE.map((p) => `${p} in a`), ...PER_NAMESPACE.map((p) => `${p} in b`)]);
+  const records = plain[0];
+  assert.equal(records?.labelSelector, RECORD_LABEL);
+  assert.equal(records.offWhenForbidden, true);
+  assert.equal(plain.find((w) => w.resource.plural === 'secrets')?.fieldSelector, HELM_RELEASE_FIELD_SELECTOR);
+  assert.equal(plain.find((w) => w.resource.plural === 'configmaps' && w.namespace === 'a')?.fieldSelector, undefined);
+
+  const syncWaitOnly = watchTable(configOf(['--namespaces=a', '--argocd-sync-wait=30s', '--argocd-sync-windows=false']), 'home', targets());
+  assert.deepEqual(names(syncWaitOnly).slice(-1), ['applications in argocd'], 'the sync wait needs the Applications only');
+  const everything = watchTable(configOf(['--argocd-sync-windows', '--argocd-namespace=argo', '--namespace-selector=team=x', '--resource-label-selector=watch=yes']), 'home', targets());
+  assert.deepEqual(names(everything), ['configmaps in home', ...PER_NAMESPACE, 'applications in argo', 'appprojects in argo', 'namespaces']);
+  assert.equal(everything[1]?.labelSelector, 'watch=yes', 'the configs carry --resource-label-selector');
+  assert.ok(everything.filter((w) => w.resource.group === 'argoproj.io' && w.resource.plural !== 'rollouts').every((w) => w.offWhenForbidden === true));
+});
+
+test('a workload change returns its key; a pod change returns its workload\'s key only while it restarts, and a deletion reaches the reconciler', () => {
+  const restarting = new Set<string>();
+  const gone: string[] = [];
+  const t = targets(restarting, gone);
+  const table = watchTable(configOf(['--namespaces=prod']), 'home', t);
+  const byPlural = (plural: string): AnyWatch => table.find((w) => w.resource.plural === plural && w.namespace === 'prod') ?? assert.fail(plural);
+  const statefulSets = byPlural('statefulsets');
+  const web = statefulSets.reduce(rawWorkload('StatefulSet', 'web'), undefined);
+  assert.deepEqual([...statefulSets.keys(undefined, web)], ['StatefulSet/prod/web']);
+
+  const pods = byPlural('pods');
+  const pod = pods.reduce({ metadata: { name: 'web-0', namespace: 'prod', uid: 'pod-1', resourceVersion: '2', ownerReferences: [{ apiVersion: 'apps/v1', kind: 'StatefulSet', name: 'web', uid: 'uid-web', controller: true }] } }, undefined);
+  assert.deepEqual([...pods.keys(undefined, pod)], [], 'no restart in progress: a pod event enqueues nothing');
+  assert.equal(t.view.podCount, 1, 'but the cache has the pod');
+  restarting.add('StatefulSet/prod/web');
+  assert.deepEqual([...pods.keys(pod, undefined)], ['StatefulSet/prod/web']);
+  assert.deepEqual(gone, ['pod-1']);
+  assert.equal(t.view.podCount, 0);
+});
+
+test('a namespace\'s labels are kept for the scope, and a change enqueues every workload in it', () => {
+  const t = targets();
+  const table = watchTable(configOf(['--namespace-selector=team=x']), 'home', t);
+  const deployments = table.find((w) => w.resource.plural === 'deployments') ?? assert.fail('deployments');
+  deployments.keys(undefined, deployments.reduce(rawWorkload('Deployment', 'api', { namespace: 'prod' }), undefined));
+  const namespaces = table.at(-1) ?? assert.fail('namespaces');
+  const prod = namespaces.reduce({ metadata: { name: 'prod', resourceVersion: '5', labels: { team: 'x' } } }, undefined);
+  assert.deepEqual([...namespaces.keys(undefined, prod)], ['Deployment/prod/api']);
+  assert.deepEqual(t.namespaceLabels.get('prod'), { team: 'x' });
+  namespaces.keys(prod, undefined);
+  assert.equal(t.namespaceLabels.has('prod'), false);
+});
