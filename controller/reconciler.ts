@@ -578,6 +578,8 @@ export class Reconciler {
         return this.#progress(key, withOwnFields(workload, own(step.record)), inCluster, restartAt, now);
       }
       case 'done':
+        // Synced and rolled, seen now: recorded on the workload, so a later revert or rollback re-opens nothing.
+        if (step.record !== undefined) await this.#apply(workload, own(step.record));
         if (this.#finish(key)) {
           if (step.unconfirmed !== undefined) {
             log.warn({ workload: key }, 'write-back not synced by Argo CD within --write-back-fallback-after; no longer waiting');
