@@ -19,9 +19,9 @@ import { waitFor } from '../support/wait.ts';
 import { formatOutOfBandFile } from '../../core/index.ts';
 import { parseWriteBackRecord, WRITE_BACK_ANNOTATION } from '../../controller/writeback/record.ts';
 import { startControllerProcess } from '../controller/support/process.ts';
-import type { ApiClient, KubeObject } from '../cluster/api.ts';
+import type { ApiClient } from '../cluster/api.ts';
 import { applicationStatus } from '../cluster/argocd.ts';
-import { eventsFor, read, waitForEvent } from '../controller/support/fixtures.ts';
+import { eventsFor, eventSummary, read, waitForEvent } from '../controller/support/fixtures.ts';
 import type { LogLine } from '../controller/support/process.ts';
 import { commitExample, followCanary, hashOf, pluginApplicationSpec } from './plugin-support.ts';
 
@@ -224,12 +224,6 @@ fixture.test('a finished git restart stays finished: an Argo CD rollback, the co
     await controller.stop();
   }
 }, { timeout: 600_000 });
-
-/** An Event's type, reason and count: a repeated Event raises its count. */
-function eventSummary(event: KubeObject): string {
-  const count = typeof event['count'] === 'number' ? event['count'] : 1;
-  return `${String(event['type'])} ${String(event['reason'])} x${count}`;
-}
 
 /** Waits until the Deployment's template has the render `hash` and its controller rolled it. */
 async function rolledTo(api: ApiClient, path: string, hash: string): Promise<void> {
