@@ -150,9 +150,9 @@ fixture.test('a finished git restart stays finished: an Argo CD rollback, the co
   const webPath = `/apis/apps/v1/namespaces/${namespace}/deployments/web`;
   const renderBefore = hashOf(await read(api, webPath)) ?? '';
   const workload = `Deployment/${namespace}/web`;
-  // Long enough for three syncs and their rolls after the commit: the revert must land inside the bound, where
-  // the finished restart was re-opened and the bound then said RestartSyncWaitExpired.
-  const fallbackAfterMs = 150_000;
+  // Long enough for three syncs and their rolls after the commit (about 10 s on a loaded 2-core machine): the revert
+  // must land inside the bound, where the finished restart was re-opened and the bound then said RestartSyncWaitExpired.
+  const fallbackAfterMs = 60_000;
 
   const controller = await startControllerProcess(cluster, {
     args: [
