@@ -578,6 +578,10 @@ export class Reconciler {
         return this.#progress(key, withOwnFields(workload, own(step.record)), inCluster, restartAt, now);
       }
       case 'done':
+        // Synced and rolled, seen now: recorded on the workload, so a later revert or rollback re-opens nothing.
+        if (step.record !== undefined) await this.#apply(workload, own(step.record));
+        // Every look at a finished restart says so (debug): that it looked, where nothing else shows it.
+        log.debug({ workload: key, restartAt: formatTime(restartAt), state: step.record?.state ?? record.state }, 'restart through Git done');
         if (this.#finish(key)) {
           if (step.unconfirmed !== undefined) {
             log.warn({ workload: key }, 'write-back not synced by Argo CD within --write-back-fallback-after; no longer waiting');

@@ -48,11 +48,12 @@ function restartLines(restart: LiveRestart): string[] {
 /** `committed 0123456789ab on main (https://…), 42 s ago, for restart-at …: Secret db`. */
 function writeBackLine(wb: NonNullable<LiveRestart['writeBack']>): string {
   const where = wb.branch === null ? '' : ` on ${wb.branch}${wb.repo === null ? '' : ` (${wb.repo})`}`;
-  const what = wb.state === 'committed'
-    ? `committed ${wb.sha === null ? '(the digests were already in Git)' : wb.sha.slice(0, 12)}${where}`
-    : wb.state === 'failed' ? `failing (${wb.error ?? 'unknown'}) since ${wb.sinceSeconds} s`
-      : wb.state === 'fallback' ? `given up (${wb.error ?? 'unknown'}): the restart went to --write-back-fallback`
-        : `pending for ${wb.sinceSeconds} s`;
+  const commit = `${wb.sha === null ? '(the digests were already in Git)' : wb.sha.slice(0, 12)}${where}`;
+  const what = wb.state === 'committed' ? `committed ${commit}`
+    : wb.state === 'synced' ? `synced ${commit} and rolled`
+      : wb.state === 'failed' ? `failing (${wb.error ?? 'unknown'}) since ${wb.sinceSeconds} s`
+        : wb.state === 'fallback' ? `given up (${wb.error ?? 'unknown'}): the restart went to --write-back-fallback`
+          : `pending for ${wb.sinceSeconds} s`;
   return `${what}, ${wb.ageSeconds} s ago, for restart-at ${wb.restartAt}: ${wb.configs.map((key) => key.replace('/', ' ')).join(', ')}`;
 }
 

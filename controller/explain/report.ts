@@ -92,7 +92,7 @@ export interface LiveRestart {
 
 /** A write-back as `explain --live` shows it (ADR 0016): never a value, only keyed digests' config names. */
 export interface LiveWriteBack {
-  /** `pending`, `committed`, `failed` or `fallback`. */
+  /** `pending`, `committed`, `failed`, `fallback` or `synced` (done: Argo CD synced it and the workload rolled). */
   readonly state: string;
   /** The restart it is for. */
   readonly restartAt: string;

@@ -34,8 +34,12 @@
  *    a sync that came before the record): done *unconfirmed* — the commit is in
  *    Git and Argo CD's next sync of it rolls the workload; a restart in the
  *    cluster now would be a second rollout. Once synced, the roll is the
- *    workload controller's and is waited for without a bound.
+ *    workload controller's and is waited for without a bound. Synced and
+ *    rolled: done, and the record says `synced` from then on.
  * 6. `fallback`: the in-cluster restart (or nothing) has taken over.
+ * 7. `synced`: done, whatever the template shows now — a person's revert of
+ *    the commit, or an Argo CD rollback to an earlier revision, puts the hash
+ *    at submission back and leaves no commit to sync (issue 21 §2.1).
  */
 import { configKey } from '../bookkeeping.ts';
 import type { WorkloadSummary } from '../model.ts';
@@ -84,15 +88,18 @@ export type GitStep =
    */
   | { readonly kind: 'fall-back'; readonly to: GitFallback; readonly cause: FallbackCause; readonly reason: string; readonly record: WriteBackRecord; readonly announce: boolean }
   /**
-   * Argo CD synced the commit and the workload rolled: the change is done. `unconfirmed`: Argo CD did not sync
-   * a new render within `fallbackAfterMs` of the commit; the controller stops waiting (a Warning says why).
+   * Argo CD synced the commit and the workload rolled: the change is done. `record`: write it (state `synced`)
+   * first — the state changes now; absent when the record already says so, and when `unconfirmed`: Argo CD did
+   * not sync a new render within `fallbackAfterMs` of the commit; the controller stops waiting (a Warning says why).
    */
-  | { readonly kind: 'done'; readonly unconfirmed?: string };
+  | { readonly kind: 'done'; readonly record?: WriteBackRecord; readonly unconfirmed?: string };
 
 /** The next step of the git strategy for the restart at `input.restartAt`. */
 export function gitStep(input: GitStepInput): GitStep {
   const { restartAt, now } = input;
   const record = input.record !== undefined && input.record.restartAt === restartAt ? input.record : undefined;
+  // Finished, and nothing seen since re-opens it: not a revert or rollback, nor the key or the Application gone.
+  if (record?.state === 'synced') return { kind: 'done' };
   if (record?.state === 'fallback') {
     return { kind: 'fall-back', to: input.fallback, cause: (record.error as FallbackCause | undefined) ?? 'refused', reason: `the write-back was given up (${record.error ?? 'refused'})`, record, announce: false };
   }
@@ -102,7 +109,8 @@ export function gitStep(input: GitStepInput): GitStep {
   if (record === undefined) return { kind: 'submit', record: base, configs: input.changed };
 
   if (record.state === 'committed') {
-    if (rolledAway(input.workload, record.templateHash)) return { kind: 'done' };
+    // Recorded, so that a template put back to the hash at submission later is not read as "not synced yet".
+    if (rolledAway(input.workload, record.templateHash)) return { kind: 'done', record: { ...record, state: 'synced', at: now } };
     const commit = record.sha === undefined ? 'the digests are in Git' : `commit ${record.sha.slice(0, 12)} on ${record.branch ?? 'its branch'}`;
     const synced = (input.workload.configHash ?? '') !== record.templateHash;
     const syncBy = record.at + input.fallbackAfterMs;

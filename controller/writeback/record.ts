@@ -19,9 +19,13 @@ import { canonicalJson } from '../../core/index.ts';
  * - `pending`: submitted (or to be submitted again after a controller restart);
  * - `committed`: pushed (`sha` set), or already in Git (`unchanged`, `sha` absent); Argo CD is to sync it;
  * - `failed`: the last attempt failed (`error` is its kind); retried until the fallback;
- * - `fallback`: given up on Git — the in-cluster restart (or nothing) took over.
+ * - `fallback`: given up on Git — the in-cluster restart (or nothing) took over;
+ * - `synced`: Argo CD synced a new render and the workload rolled it — the restart at T is done. Written
+ *   once, when first seen: a later revert of the commit, or an Argo CD rollback to an earlier revision,
+ *   puts the template's hash back to `templateHash`, and without this state that would read as a commit
+ *   not synced yet (a restart re-opened, then a false Warning at the sync-wait bound).
  */
-export type WriteBackState = 'pending' | 'committed' | 'failed' | 'fallback';
+export type WriteBackState = 'pending' | 'committed' | 'failed' | 'fallback' | 'synced';
 
 /** The record of the write-back for the restart at `restartAt`. */
 export interface WriteBackRecord {
@@ -34,7 +38,7 @@ export interface WriteBackRecord {
   readonly templateHash: string;
   /** Epoch ms of the first submission. */
   readonly since: number;
-  /** Epoch ms of the last state change (commit, failure, fallback). */
+  /** Epoch ms of the last state change (commit, failure, fallback, synced). */
   readonly at: number;
   readonly sha?: string;
   readonly branch?: string;
@@ -44,7 +48,7 @@ export interface WriteBackRecord {
   readonly error?: string;
 }
 
-const STATES: ReadonlySet<string> = new Set(['pending', 'committed', 'failed', 'fallback']);
+const STATES: ReadonlySet<string> = new Set(['pending', 'committed', 'failed', 'fallback', 'synced']);
 
 /** The annotation value: canonical JSON, times as RFC 3339 with milliseconds. */
 export function formatWriteBackRecord(record: WriteBackRecord): string {

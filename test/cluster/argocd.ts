@@ -59,6 +59,8 @@ export interface ApplicationStatus {
     readonly syncResult?: { readonly revision?: string };
   };
   readonly resources?: readonly { readonly kind: string; readonly name: string; readonly status?: string }[];
+  /** The syncs done, oldest first: what `argocd app rollback` picks from by `id`. */
+  readonly history?: readonly { readonly id: number; readonly revision?: string }[];
 }
 
 /** An Application as the API server returns it. */
@@ -146,6 +148,11 @@ export interface ArgoCD {
    * Needs `apiServer` in the options.
    */
   manifests(name: string, revision?: string): Promise<KubeObject[]>;
+  /**
+   * `argocd app rollback name id`: the API server's rollback to the history entry `id` (a sync operation to
+   * that entry's revision and source; refused while auto-sync is on). Needs `apiServer` in the options.
+   */
+  rollback(name: string, id: number): Promise<void>;
   /** Deletes an Application (no finalizer: its resources stay). */
   deleteApplication(name: string): Promise<void>;
   /** Log tails of every Argo CD component and the status of every Application, for a failing test. */
@@ -467,6 +474,15 @@ export async function startArgoCD(cluster: Cluster, options: ArgoCdOptions = {})
         if (!response.ok) throw new Error(`GET manifests of ${name}: HTTP ${response.status}: ${body.slice(0, 2000)}`);
         const { manifests = [] } = JSON.parse(body) as { manifests?: string[] };
         return manifests.map((manifest) => JSON.parse(manifest) as KubeObject);
+      },
+      async rollback(name, id) {
+        if (apiServerUrl === undefined) throw new Error('rollback needs startArgoCD(cluster, { apiServer: true })');
+        const response = await fetch(`${apiServerUrl}/api/v1/applications/${encodeURIComponent(name)}/rollback`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ name, id, prune: true }),
+        });
+        if (!response.ok) throw new Error(`POST rollback of ${name} to ${id}: HTTP ${response.status}: ${(await response.text()).slice(0, 2000)}`);
       },
       async deleteApplication(name) {
         await admin.send('DELETE', `${applicationsPath}/${name}`);

@@ -8,12 +8,14 @@
  * while its push is in flight; a rejected push and wrong credentials (a Warning naming why, then the
  * fallback; no credential anywhere); batching (two rotations inside the window, two Applications of one
  * repository; two workloads of one Application with Secrets of their own: one submission each, one commit,
- * both finished after the sync); a human revert that stands until the config changes again; a write branch.
+ * both finished after the sync); a human revert that stands until the config changes again, and re-opens nothing of the finished restart
+ * past --write-back-fallback-after; a write branch.
  */
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { access, readdir, readFile, readlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { isDeepStrictEqual } from 'node:util';
 import { after, before } from 'node:test';
 import type { ApiClient, KubeList } from '../cluster/api.ts';
 import { installArgoCdCrds } from '../cluster/argocd.ts';
@@ -22,7 +24,7 @@ import { create, useCluster, waitForDeploymentRollout } from '../cluster/testing
 import { waitFor } from '../support/wait.ts';
 import { WRITE_BACK_ANNOTATION, formatOutOfBandFile } from '../../core/index.ts';
 import { parseWriteBackRecord, type WriteBackRecord } from '../../controller/writeback/record.ts';
-import { COLLECTIONS, read, rotateSecret, secret, uids, waitForEvent, waitForReadyPods, workload } from './support/fixtures.ts';
+import { COLLECTIONS, eventsFor, eventSummary, read, rotateSecret, secret, uids, waitForEvent, waitForReadyPods, workload } from './support/fixtures.ts';
 import { findLeak } from './support/leak.ts';
 import { startControllerProcess, type ControllerProcess, type LogLine } from './support/process.ts';
 import { createPlayground, startGitHttpServer, type GitHttpServer, type GitPlayground } from './writeback/git-server.ts';
@@ -454,9 +456,11 @@ fixture.test('two git workloads of one Application, each with its own rotated Se
   }
 });
 
-fixture.test('a human revert of the file stands while the config does not change (also across a controller restart); the next change: one new commit', async ({ cluster, namespace }) => {
+fixture.test('a human revert of the file stands while the config does not change (also across a controller restart), and the finished restart says nothing more past --write-back-fallback-after; the next change: one new commit', async ({ cluster, namespace }) => {
   const s = await scene(cluster, namespace, { repos: { shop: PASSWORD }, apps: [{ name: 'shop', repo: 'shop', path: 'apps/shop', workloads: ['web'] }] });
-  const first = await s.start();
+  const fallbackAfterMs = 45_000;
+  // Every workload looked at again every 2 s: the looks past the sync-wait bound that show nothing happens.
+  const first = await s.start([`--write-back-fallback-after=${fallbackAfterMs / 1000}s`, '--resync-period=2s']);
   let second: ControllerProcess | undefined;
   try {
     await first.ready();
@@ -464,9 +468,12 @@ fixture.test('a human revert of the file stands while the config does not change
     const old = await s.digest('web');
     await rotateSecret(s.api, namespace, 'db', 'v2');
     await waitForEvent(s.api, namespace, 'web', 'WriteBackCommitted');
-    const ours = (await s.record('web'))?.sha ?? '';
+    const committed = await s.record('web');
+    const ours = committed?.sha ?? '';
+    const bound = (committed?.at ?? 0) + fallbackAfterMs;
     await s.syncRender('web', 'v1:render-1');
     await waitForEvent(s.api, namespace, 'web', 'RestartFinished');
+    const finished = (await eventsFor(s.api, namespace, 'web')).map(eventSummary);
 
     // Someone restores the old digest in Git, and Argo CD syncs that (the render changes back).
     await playground.pushAsSomeoneElse(s.repoName('shop'), 'main', { 'apps/shop/.driftless/out-of-band': outOfBand(namespace, old) }, 'Revert the db credential digest');
@@ -474,6 +481,19 @@ fixture.test('a human revert of the file stands while the config does not change
     assert.notEqual(revert, ours);
     const afterRevert = first.lines.length;
     await s.syncRender('web', 'v1:render-0');
+    assert.ok(Date.now() < bound, 'the revert was synced inside the sync-wait bound (else this shows nothing: raise --write-back-fallback-after here)');
+    // The finished restart is not re-opened by the hash at submission coming back (issue 21 §2.1): past the bound the
+    // controller has looked again, twice (the first look's Events are written by then), and said nothing.
+    const web = key(namespace, 'web');
+    const lookedPast = (line: LogLine): boolean => line['workload'] === web && Date.parse(String(line['time'])) > bound;
+    await first.waitForLog('a look at web past the bound', lookedPast, { timeoutMs: fallbackAfterMs + 30_000 });
+    const past = first.lines.findIndex(lookedPast);
+    const told = await waitFor('another look at web, or an Event more', async () => {
+      const events = (await eventsFor(s.api, namespace, 'web')).map(eventSummary);
+      return !isDeepStrictEqual(events, finished) || first.lines.slice(past + 1).some((line) => line['workload'] === web) ? events : undefined;
+    });
+    assert.deepEqual(told, finished, 'no Event since RestartFinished (no RestartSyncWaitExpired)');
+    assert.equal((await s.record('web'))?.state, 'synced');
     await first.stop();
     // A controller starting now looks at every workload once ('initial reconcile finished'): the anchor for "it decided".
     second = await s.start();

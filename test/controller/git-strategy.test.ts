@@ -122,10 +122,11 @@ function harness(options: { keyed?: boolean; fallback?: GitStrategyOptions['fall
   const rotate = (name = 'db'): void => {
     view.configChanged(view.configLookup('prod').get('Secret', name), config('Secret', name, { digest: ROTATED, seenAt: clock.now() }));
   };
-  /** Argo CD synced a new render and the StatefulSet rolled it. */
-  const syncRolled = (of = key): void => {
+  /** Argo CD synced a new render (`v1:render-2`; another hash: a revert's or a rollback's) and the StatefulSet rolled it. */
+  const syncRolled = (of = key, configHash = 'v1:render-2'): void => {
     const previous = view.workload(of) as WorkloadSummary;
-    view.workloadChanged(previous, { ...previous, configHash: 'v1:render-2', generation: 2, resourceVersion: String(++version), status: { ...previous.status, observedGeneration: 2, replicas: 1, updatedReplicas: 1 } });
+    const generation = previous.generation + 1;
+    view.workloadChanged(previous, { ...previous, configHash, generation, resourceVersion: String(++version), status: { ...previous.status, observedGeneration: generation, replicas: 1, updatedReplicas: 1 } });
   };
   const key = workloadKey('StatefulSet', 'prod', 'web');
   const record = (of = key) => parseWriteBackRecord(view.workload(of)?.annotations[WRITE_BACK_ANNOTATION]);
@@ -283,6 +284,43 @@ describe('the git strategy in the reconciler', () => {
     assert.equal(h.events.filter((e) => e.reason === 'RestartFinished').length, 2, 'once each, however often looked at');
     assert.ok(!h.events.some((e) => e.reason === 'WriteBackFallback'), 'no fallback');
     assert.deepEqual(h.evicted, []);
+    await h.engine().close();
+  });
+
+  it('a finished restart stays finished: a revert of the commit synced by Argo CD says nothing more, holds nothing, also across a controller restart', async () => {
+    const h = harness();
+    const reconciler = h.make();
+    await reconciler.reconcile(h.key);
+    h.rotate();
+    await reconciler.reconcile(h.key);
+    await reconciler.reconcile(h.key);
+    await h.clock.advanceAsync(1_000);
+    await h.settle();
+    h.git.jobs[0]?.answer('c0ffee0123456789c0ffee0123456789c0ffee01');
+    await h.settle();
+    await reconciler.reconcile(h.key);
+    h.clock.advance(10_000);
+    h.syncRolled();
+    assert.equal(await reconciler.reconcile(h.key), undefined);
+    assert.deepEqual(reasons(h.events), ['Normal RestartStarted', 'Normal WriteBackCommitted', 'Normal RestartFinished']);
+    const synced = h.view.workload(h.key)?.annotations[WRITE_BACK_ANNOTATION];
+    // A person reverts the commit and Argo CD syncs the revert (or `argocd app rollback` syncs the revision before it):
+    // the template's hash is the one at submission again.
+    h.clock.advance(10_000);
+    h.syncRolled(h.key, 'v1:render-1');
+    assert.equal(await reconciler.reconcile(h.key), undefined, 'nothing to wait for');
+    assert.equal(reconciler.isRestarting(h.key), false, 'no restart in progress');
+    await h.clock.advanceAsync(600_000);
+    assert.equal(await reconciler.reconcile(h.key), undefined);
+    // A controller started anew reads the same from the workload alone.
+    const next = h.make();
+    assert.equal(await next.reconcile(h.key), undefined);
+    assert.equal(next.isRestarting(h.key), false);
+    assert.deepEqual(reasons(h.events), ['Normal RestartStarted', 'Normal WriteBackCommitted', 'Normal RestartFinished'], 'no RestartSyncWaitExpired, nothing more');
+    assert.equal(h.record()?.state, 'synced', 'the roll is recorded on the workload');
+    assert.equal(h.view.workload(h.key)?.annotations[WRITE_BACK_ANNOTATION], synced, 'once, when it was seen');
+    assert.deepEqual(h.evicted, []);
+    assert.equal(h.git.jobs.length, 1);
     await h.engine().close();
   });
 

@@ -102,4 +102,9 @@ test('a restart through Git: explain shows the write-back (state, SHA, branch, a
   const rolled = given.view.workload(key) as WorkloadSummary;
   given.view.workloadChanged(rolled, { ...rolled, configHash: 'v1:new' });
   assert.equal(restartOf(given).state, 'idle', 'a new render rolled: done');
+  // The controller recorded the roll; then a person reverted the commit (or Argo CD rolled back): the hash at submission again.
+  const finished = given.view.workload(key) as WorkloadSummary;
+  given.view.workloadChanged(finished, { ...finished, configHash: 'v1:old', annotations: { ...finished.annotations, [WRITE_BACK_ANNOTATION]: record.replace('"committed"', '"synced"') } });
+  assert.equal(restartOf(given).state, 'idle', 'synced: done, whatever the template shows since');
+  assert.match(formatLiveTable(buildLiveReport(given, OPTIONS)), /^ {2}write-back: synced 0123456789ab on main \(https:\/\/git\.example\/shop\.git\) and rolled, 3 s ago, for restart-at 2026-01-01T12:00:00Z: Secret db$/m);
 });

@@ -94,7 +94,7 @@ describe('gitStep', () => {
     assert.deepEqual(gitStep(input(wb, clock, record)), { kind: 'wait', cause: 'write-back-sync', reason: 'commit 0123456789ab on main: waiting for Argo CD to sync it and the Deployment to roll' });
     const midRoll = { ...WORKLOAD, configHash: 'v1:new', status: { ...ROLLED, updatedReplicas: 1, replicas: 3 } };
     assert.equal(gitStep(input(wb, clock, record, { workload: midRoll })).kind, 'wait', 'synced, still rolling');
-    assert.deepEqual(gitStep(input(wb, clock, record, { workload: { ...WORKLOAD, configHash: 'v1:new' } })), { kind: 'done' });
+    assert.deepEqual(gitStep(input(wb, clock, record, { workload: { ...WORKLOAD, configHash: 'v1:new' } })), { kind: 'done', record: { ...record, state: 'synced', at: clock.now() } });
     await wb.close();
   });
 
@@ -233,6 +233,24 @@ describe('gitStep', () => {
     assert.equal(gitStep(input(wb, clock, committed, { now: T + 3_600_000, workload: rolling })).kind, 'wait', 'synced: the roll is waited for');
   });
 
+  it('synced and rolled: done, recorded once as synced; a revert or an Argo CD rollback of the render later re-opens nothing', () => {
+    const { clock, wb } = setup();
+    const committed: WriteBackRecord = { restartAt: T, state: 'committed', configs: { 'Secret/db': DB.digest }, templateHash: 'v1:old', since: T, at: T + 2_000, sha: '0123456789abcdef', branch: 'main', repo: 'https://git.example/shop.git' };
+    const rolled = { ...WORKLOAD, configHash: 'v1:new' };
+    const synced: WriteBackRecord = { ...committed, state: 'synced', at: T + 60_000 };
+    assert.deepEqual(gitStep(input(wb, clock, committed, { now: T + 60_000, workload: rolled })), { kind: 'done', record: synced }, 'the first look at the roll records it');
+    assert.deepEqual(gitStep(input(wb, clock, synced, { now: T + 61_000, workload: rolled })), { kind: 'done' }, 'recorded already: nothing more to write');
+    // A person reverts the commit (or `argocd app rollback` syncs the revision before it): the template's hash is the
+    // one at submission again, rolled. Before, past the sync-wait bound, this read as a commit never synced.
+    const reverted = { ...WORKLOAD, configHash: 'v1:old', generation: 3, status: { ...ROLLED, observedGeneration: 3 } };
+    assert.deepEqual(gitStep(input(wb, clock, synced, { now: T + 1_000, workload: reverted })), { kind: 'done' });
+    assert.deepEqual(gitStep(input(wb, clock, synced, { now: T + 3_600_000, workload: reverted })), { kind: 'done' }, 'no RestartSyncWaitExpired past the bound');
+    const rollingBack = { ...reverted, status: { ...reverted.status, updatedReplicas: 1, replicas: 3 } };
+    assert.deepEqual(gitStep(input(wb, clock, synced, { now: T + 3_600_000, workload: rollingBack })), { kind: 'done' }, 'the revert\'s own roll is not waited for');
+    // Nor does an Application or the key going away afterwards turn a finished restart into a fallback.
+    assert.deepEqual(gitStep(input(wb, clock, synced, { now: T + 3_600_000, workload: reverted, tracked: false, keyed: false })), { kind: 'done' });
+  });
+
   it('a record of an earlier T is superseded: the new change is submitted', () => {
     const { clock, wb } = setup();
     const old: WriteBackRecord = { restartAt: T - 60_000, state: 'committed', configs: { 'Secret/db': 'v1:x' }, templateHash: 'v1:older', since: T - 60_000, at: T - 59_000, sha: 'abc' };
@@ -259,6 +277,7 @@ describe('the write-back record annotation', () => {
     const text = formatWriteBackRecord(record);
     assert.equal(text, `{"at":"2026-12-02T10:00:01.500Z","branch":"main","configs":{"Secret/db":"${DB.digest}"},"repo":"https://git.example/shop.git","restartAt":"2026-12-02T10:00:00.000Z","sha":"abc","since":"2026-12-02T10:00:00.000Z","state":"committed","templateHash":"v1:old"}`);
     assert.deepEqual(parseWriteBackRecord(text), record);
+    assert.deepEqual(parseWriteBackRecord(text.replace('"committed"', '"synced"')), { ...record, state: 'synced' });
     for (const bad of [undefined, '', '[]', '{"state":"committed"}', text.replace('"committed"', '"done"'), text.replace('"2026-12-02T10:00:00.000Z"', '"yesterday"')]) {
       assert.equal(parseWriteBackRecord(bad), undefined, String(bad));
     }

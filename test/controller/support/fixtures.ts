@@ -132,6 +132,12 @@ export async function eventsFor(client: ApiClient, namespace: string, name: stri
   return list.items.filter((event) => (event['source'] as { component?: string } | undefined)?.component === 'driftless');
 }
 
+/** An Event as `type reason xcount`: what an object was told, comparable before and after (a repeat raises the count). */
+export function eventSummary(event: KubeObject): string {
+  const count = typeof event['count'] === 'number' ? event['count'] : 1;
+  return `${String(event['type'])} ${String(event['reason'])} x${count}`;
+}
+
 /** Waits for an Event with the reason on the object. */
 export function waitForEvent(client: ApiClient, namespace: string, name: string, reason: string, timeoutMs = 60_000): Promise<KubeObject> {
   return waitFor(`Event ${reason} on ${namespace}/${name}`, async () => (await eventsFor(client, namespace, name)).find((event) => event['reason'] === reason), { timeoutMs });
