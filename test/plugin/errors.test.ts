@@ -156,6 +156,13 @@ describe('errors: usage (exit 2)', () => {
     assertFailure(await runCli(['generate', '--hash-key-file', 'key'], { cwd: dir }), 2, /hash-key-file .*key: the key file is empty/);
   });
 
+  for (const command of ['generate', 'explain']) {
+    it(`${command}: rejects a hash-key-file of only a newline, as the controller does (a Secret mounted without its key)`, async () => {
+      const dir = app({ 'cm.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n', key: '\n' });
+      assertFailure(await runCli([command, '--hash-key-file', 'key'], { cwd: dir }), 2, /hash-key-file .*key: the key file holds only whitespace \(1 byte;/);
+    });
+  }
+
   it('rejects an unknown flag', async () => {
     const dir = app({});
     const result = await runCli(['generate', '--no-such-flag'], { cwd: dir });
