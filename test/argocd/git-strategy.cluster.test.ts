@@ -8,7 +8,6 @@
  */
 import assert from 'node:assert/strict';
 import { mkdtemp } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runCommand } from '../cluster/exec.ts';
 import { useArgoCD } from '../cluster/testing.ts';
@@ -45,7 +44,7 @@ fixture.test('a Secret rotated out of band for a git-strategy Deployment: one co
       `--hash-key-file=${argocd.hashKeyFile}`,
       '--min-restart-interval=0',
       '--write-back-batch-window=1s',
-      `--write-back-work-dir=${await mkdtemp(join(tmpdir(), 'driftless-wb-'))}`,
+      `--write-back-work-dir=${await mkdtemp(join(cluster.stateDir, 'write-back-'))}`,
     ],
   });
   try {
@@ -103,7 +102,7 @@ fixture.test('a canary Rollout with the git strategy: the commit takes it throug
   const stable = String(initial['stableRS']);
 
   const controller = await startControllerProcess(cluster, {
-    args: [`--namespaces=${namespace}`, `--hash-key-file=${argocd.hashKeyFile}`, '--min-restart-interval=0', '--write-back-batch-window=1s', `--write-back-work-dir=${await mkdtemp(join(tmpdir(), 'driftless-wb-'))}`],
+    args: [`--namespaces=${namespace}`, `--hash-key-file=${argocd.hashKeyFile}`, '--min-restart-interval=0', '--write-back-batch-window=1s', `--write-back-work-dir=${await mkdtemp(join(cluster.stateDir, 'write-back-'))}`],
   });
   try {
     await controller.ready();

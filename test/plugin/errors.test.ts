@@ -4,17 +4,24 @@
  * nothing at all on stdout (no half output for Argo CD to apply).
  */
 import assert from 'node:assert/strict';
-import { chmodSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { describe, it } from 'node:test';
+import { after, describe, it } from 'node:test';
 import { runCli } from './cli.ts';
 import type { CliResult } from './cli.ts';
+
+/** Every app directory of this file, removed at its end (each run used to leave some thirty in the temp dir). */
+const apps: string[] = [];
+after(() => {
+  for (const dir of apps) rmSync(dir, { recursive: true, force: true });
+});
 
 /** A fresh app directory holding `files`. */
 function app(files: Readonly<Record<string, string>>): string {
   const dir = mkdtempSync(join(tmpdir(), 'driftless-err-'));
+  apps.push(dir);
   for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name), text);
   return dir;
 }
