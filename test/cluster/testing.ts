@@ -6,7 +6,7 @@ import { after, before, test, type TestContext } from 'node:test';
 import type { ApiClient, KubeList, KubeObject } from './api.ts';
 import { startArgoCD, type ArgoCD, type ArgoCdOptions } from './argocd.ts';
 import { startCluster, type Cluster, type ClusterOptions } from './harness.ts';
-import { assertNothingLeftInTempDir, namesWithPrefix } from '../support/temp-dirs.ts';
+import { assertScratchDirsRemoved } from '../support/temp-dirs.ts';
 import { waitFor, type WaitOptions } from '../support/wait.ts';
 
 /** What a cluster test receives. */
@@ -29,15 +29,12 @@ export interface ClusterFixture {
  */
 export function useCluster(options: ClusterOptions = {}): ClusterFixture {
   let cluster: Cluster | undefined;
-  let tempDirsBefore: ReadonlySet<string> = new Set();
   before(async () => {
-    tempDirsBefore = await namesWithPrefix();
     cluster = await startCluster(options);
   }, { timeout: 60 * 60_000 });
   after(async () => {
     await cluster?.stop();
-    // After the stop: the controllers the tests started have been stopped too, and may have cleaned up.
-    await assertNothingLeftInTempDir(tempDirsBefore);
+    assertScratchDirsRemoved();
   });
   return {
     test(name, body, testOptions = {}) {
@@ -77,9 +74,7 @@ export interface ArgoCdFixture {
 export function useArgoCD(options: ClusterOptions & ArgoCdOptions = {}): ArgoCdFixture {
   let cluster: Cluster | undefined;
   let argocd: ArgoCD | undefined;
-  let tempDirsBefore: ReadonlySet<string> = new Set();
   before(async () => {
-    tempDirsBefore = await namesWithPrefix();
     const { apiServer, ...clusterOptions } = options;
     cluster = await startCluster(clusterOptions);
     argocd = await startArgoCD(cluster, apiServer === undefined ? {} : { apiServer });
@@ -87,7 +82,7 @@ export function useArgoCD(options: ClusterOptions & ArgoCdOptions = {}): ArgoCdF
   after(async () => {
     await argocd?.stop();
     await cluster?.stop();
-    await assertNothingLeftInTempDir(tempDirsBefore);
+    assertScratchDirsRemoved();
   });
   return {
     test(name, body, testOptions = {}) {

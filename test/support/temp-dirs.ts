@@ -1,44 +1,45 @@
 /**
- * A check that a test run leaves nothing of its own in the system temp dir.
- * Scratch directories of the cluster tests belong under the cluster's state
- * directory (removed at stop, swept after a killed run: cluster/state-dirs.ts),
- * never directly in os.tmpdir(), where nothing removes them: each run of the
- * git strategy's Argo CD tests used to leave two `driftless-wb-*` directories.
+ * A check that a test file leaves none of its scratch directories in the
+ * system temp dir. Scratch of the cluster tests belongs under the cluster's
+ * state directory (removed at stop, swept after a killed run:
+ * cluster/state-dirs.ts) or under a directory the test removes; made directly
+ * in os.tmpdir(), nothing removes it: the git strategy's Argo CD tests left two
+ * `driftless-wb-*` directories (the controllers' --write-back-work-dir) per run.
  *
- * The check compares the names present after the run with those present
- * before it, for the prefixes below only: other test files of a concurrent run
- * have their own scratch directories there for a while, and must not fail it.
- * No test of this checkout makes such a name any more; an older checkout's
- * tests running alongside in the same temp dir still can, and then fail it.
+ * The helpers that hand a directory to a process note it here
+ * (`noteScratchDir`); the cluster fixtures' teardown fails when one that sits
+ * directly in the temp dir is still there. Only this process's own notes are
+ * checked, never the temp dir's listing: tests of other checkouts running
+ * alongside have their own directories there, and must not fail this run.
  */
-import { readdir } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { basename, dirname, resolve } from 'node:path';
 
-/** What tests once left behind in the temp dir: a name starting with one of these is never left by a run. */
-export const NEVER_LEFT_PREFIXES: readonly string[] = Object.freeze(['driftless-wb-']);
+/** The directories noted so far that sit directly in the temp dir. */
+const noted = new Set<string>();
 
-/** The names in `dir` (the OS temp dir) that start with one of `prefixes`. */
-export async function namesWithPrefix(prefixes: readonly string[] = NEVER_LEFT_PREFIXES, dir: string = tmpdir()): Promise<Set<string>> {
-  const names = await readdir(dir).catch(() => []);
-  return new Set(names.filter((name) => prefixes.some((prefix) => name.startsWith(prefix))));
+/** Notes `dir`, handed to a process as its scratch, when it sits directly in `temp` (the OS temp dir). */
+export function noteScratchDir(dir: string | undefined, temp: string = tmpdir()): void {
+  if (dir === undefined) return;
+  const absolute = resolve(dir);
+  if (dirname(absolute) === resolve(temp)) noted.add(absolute);
 }
 
-/** A run left directories in the temp dir. */
+/** A test file left scratch directories in the temp dir. */
 export class LeftInTempDirError extends Error {
   override readonly name = 'LeftInTempDirError';
   readonly left: readonly string[];
 
-  constructor(dir: string, left: readonly string[]) {
-    super(`the run left ${left.length} director${left.length === 1 ? 'y' : 'ies'} in ${dir}: ${left.join(', ')} (make scratch directories under the cluster's stateDir, or remove them)`);
+  constructor(left: readonly string[]) {
+    super(`the tests left ${left.length} director${left.length === 1 ? 'y' : 'ies'} in the temp dir: ${left.map((dir) => basename(dir)).join(', ')} (make scratch directories under the cluster's stateDir, or remove them)`);
     this.left = left;
   }
 }
 
-/**
- * Throws LeftInTempDirError naming the entries of `dir` with one of `prefixes`
- * that were not there `before` (a `namesWithPrefix` of the same arguments).
- */
-export async function assertNothingLeftInTempDir(before: ReadonlySet<string>, prefixes: readonly string[] = NEVER_LEFT_PREFIXES, dir: string = tmpdir()): Promise<void> {
-  const left = [...(await namesWithPrefix(prefixes, dir))].filter((name) => !before.has(name)).sort();
-  if (left.length > 0) throw new LeftInTempDirError(dir, left);
+/** Throws LeftInTempDirError naming the noted directories that still exist; forgets every note either way. */
+export function assertScratchDirsRemoved(): void {
+  const left = [...noted].filter((dir) => existsSync(dir)).sort();
+  noted.clear();
+  if (left.length > 0) throw new LeftInTempDirError(left);
 }
