@@ -109,6 +109,16 @@ describe('render server: the same answer as a process', () => {
     assert.deepEqual(render.remote, render.local);
   });
 
+  it('refuses a hash key file of only a newline as a process does (2), naming the file', async () => {
+    const key = join(root, 'blank-hash-key');
+    await writeFile(key, '\n');
+    const stdin = readFileSync(join(REPO, 'examples', 'directory', 'deployment.yaml'), 'utf8');
+    const { local, remote } = await both(['generate', '-', '--hash-key-file', key], { cwd: root, stdin });
+    assert.equal(local.code, 2, local.stderr);
+    assert.match(local.stderr, new RegExp(`hash-key-file ${key.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: the key file holds only whitespace \\(1 byte;`));
+    assert.deepEqual(remote, local);
+  });
+
   it('relays output far larger than one frame, byte for byte', async () => {
     const documents: string[] = [];
     for (let i = 0; i < 1500; i++) {
