@@ -28,6 +28,7 @@
  */
 import type { Logger } from 'pino';
 import { deadlineSignal, sleep, type Clock, type Timer } from './clock.ts';
+import { stackOf } from './error-summary.ts';
 import type { KubeClient } from './kube/client.ts';
 import { isConflict, isNotFound } from './kube/errors.ts';
 import { FencedError, type Fence } from './kube/fence.ts';
@@ -114,7 +115,7 @@ export class LeaderElector implements Fence {
   start(callbacks: { onStartedLeading(): void; onStoppedLeading(): void }): void {
     this.#callbacks = callbacks;
     this.#loop ??= this.#run(callbacks).catch((error: unknown) => {
-      this.#log.fatal({ err: error }, 'leader election loop crashed');
+      this.#log.fatal({ err: error, stack: stackOf(error) }, 'leader election loop crashed');
       this.#lose('the leader election loop crashed');
     });
   }

@@ -12,6 +12,7 @@ import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import { UsageError } from '../cli/errors.ts';
+import { HashKeyFileError, readHashKeyFile } from '../cli/hash-key.ts';
 import { systemClock } from './clock.ts';
 import { controllerUsageText } from './config/help.ts';
 import { parseControllerConfig } from './config/parse.ts';
@@ -40,10 +41,11 @@ async function main(argv: readonly string[]): Promise<number> {
   let hashKey;
   if (config.hashKeyFile !== undefined) {
     try {
-      hashKey = { bytes: new Uint8Array(await readFile(config.hashKeyFile)) };
+      hashKey = await readHashKeyFile(config.hashKeyFile);
     } catch (error) {
-      // The message names the file and the reason (ENOENT, EACCES), never its content.
-      process.stderr.write(`driftless controller: --hash-key-file ${config.hashKeyFile}: cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'})\n`);
+      // The message names the file and the problem (ENOENT, empty), never its content.
+      if (!(error instanceof HashKeyFileError)) throw error;
+      process.stderr.write(`driftless controller: ${error.message}\n`);
       return 2;
     }
   } else {

@@ -1,10 +1,10 @@
-import { readFile } from 'node:fs/promises';
+import { readHashKeyFile } from '../cli/hash-key.ts';
 import { expandLists, planWorkloads, toManifest } from '../core/index.ts';
 import type { HashKey, Manifest, OutOfBandIndex, WorkloadPlan } from '../core/index.ts';
 import type { PluginConfig } from './config.ts';
 import { DEFAULT_LIMITS, parseStream } from './yaml/documents.ts';
 import type { DocumentLimits, ParsedDocument, TextStream } from './yaml/documents.ts';
-import { InvalidInputError, UsageError } from './errors.ts';
+import { InvalidInputError } from './errors.ts';
 import { readOutOfBand } from './out-of-band.ts';
 
 /**
@@ -46,7 +46,7 @@ export async function analyse(
 ): Promise<Analysis> {
   // Read the key before awaiting the render (main.ts may have started it already):
   // a broken installation is reported as such, even when the render fails too.
-  const key = config.hashKeyFile === undefined ? undefined : await readHashKey(config.hashKeyFile);
+  const key = config.hashKeyFile === undefined ? undefined : await readHashKeyFile(config.hashKeyFile);
   // Part of the commit, like the manifests: a bad file fails the render before any tool runs.
   const outOfBand = await readOutOfBand(config);
   const streams = await render(config, signal);
@@ -88,19 +88,6 @@ export async function analyse(
   );
   signal.throwIfAborted();
   return { documents, objects, plans, keyed: key !== undefined, outOfBand, warnings: keyWarnings(plans, key) };
-}
-
-/** The HMAC key: the file's bytes as they are. Unreadable or empty is a usage error naming the file. */
-export async function readHashKey(file: string): Promise<HashKey> {
-  let bytes: Buffer;
-  try {
-    bytes = await readFile(file);
-  } catch (cause) {
-    const code = (cause as NodeJS.ErrnoException).code ?? 'error';
-    throw new UsageError(`hash-key-file ${file}: cannot read the key (${code})`, { cause });
-  }
-  if (bytes.length === 0) throw new UsageError(`hash-key-file ${file}: the key file is empty`);
-  return { bytes: new Uint8Array(bytes) };
 }
 
 /** The path of an object that is its whole document: one frozen array for every document that is not a List. */

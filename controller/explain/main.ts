@@ -4,8 +4,8 @@
  * plugin's cold start never loads client-node. Exit codes: 0 explained,
  * 2 usage (flags, kubeconfig, hash key file), 1 anything else (not found, API errors).
  */
-import { readFile } from 'node:fs/promises';
 import { UsageError } from '../../cli/errors.ts';
+import { HashKeyFileError, readHashKeyFile } from '../../cli/hash-key.ts';
 import { systemClock } from '../clock.ts';
 import { createKubeClient, loadKubeConfig } from '../kube/client.ts';
 import { KubeConfigError } from '../kube/errors.ts';
@@ -36,10 +36,11 @@ async function main(argv: readonly string[]): Promise<number> {
   let hashKey;
   if (config.hashKeyFile !== undefined) {
     try {
-      hashKey = { bytes: new Uint8Array(await readFile(config.hashKeyFile)) };
+      hashKey = await readHashKeyFile(config.hashKeyFile);
     } catch (error) {
-      // The message names the file and the reason, never its content.
-      process.stderr.write(`${PREFIX}: --hash-key-file ${config.hashKeyFile}: cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'})\n`);
+      // The message names the file and the problem, never its content.
+      if (!(error instanceof HashKeyFileError)) throw error;
+      process.stderr.write(`${PREFIX}: ${error.message}\n`);
       return 2;
     }
   }

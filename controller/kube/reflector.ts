@@ -29,6 +29,7 @@
  */
 import type { Logger } from 'pino';
 import { sleep, type Clock } from '../clock.ts';
+import { stackOf } from '../error-summary.ts';
 import type { KubeClient } from './client.ts';
 import { KubeApiError, isForbidden, isGone, isNotFound } from './errors.ts';
 
@@ -179,7 +180,7 @@ export class Reflector<S> {
   start(): void {
     this.#loop ??= this.#run().catch((error: unknown) => {
       // #run handles its own errors; reaching here is a bug, and it must be loud.
-      this.#log.fatal({ err: error }, 'reflector loop crashed');
+      this.#log.fatal({ err: error, stack: stackOf(error) }, 'reflector loop crashed');
     });
   }
 
@@ -205,7 +206,8 @@ export class Reflector<S> {
     try {
       this.#onChange(key, previous, next);
     } catch (error) {
-      this.#log.error({ err: error, key }, 'change handler threw; the store is updated and the watch goes on');
+      // A bug, not a failure of the cluster: its stack is wanted at every log level.
+      this.#log.error({ err: error, stack: stackOf(error), key }, 'change handler threw; the store is updated and the watch goes on');
     }
   }
 

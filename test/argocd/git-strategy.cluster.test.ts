@@ -56,7 +56,7 @@ fixture.test('a Secret rotated out of band for a git-strategy Deployment: one co
       `--hash-key-file=${argocd.hashKeyFile}`,
       '--min-restart-interval=0',
       '--write-back-batch-window=1s',
-      `--write-back-work-dir=${await mkdtemp(join(tmpdir(), 'driftless-wb-'))}`,
+      `--write-back-work-dir=${await mkdtemp(join(cluster.stateDir, 'write-back-'))}`,
     ],
   });
   try {
@@ -114,7 +114,7 @@ fixture.test('a canary Rollout with the git strategy: the commit takes it throug
   const stable = String(initial['stableRS']);
 
   const controller = await startControllerProcess(cluster, {
-    args: [`--namespaces=${namespace}`, `--hash-key-file=${argocd.hashKeyFile}`, '--min-restart-interval=0', '--write-back-batch-window=1s', `--write-back-work-dir=${await mkdtemp(join(tmpdir(), 'driftless-wb-'))}`],
+    args: [`--namespaces=${namespace}`, `--hash-key-file=${argocd.hashKeyFile}`, '--min-restart-interval=0', '--write-back-batch-window=1s', `--write-back-work-dir=${await mkdtemp(join(cluster.stateDir, 'write-back-'))}`],
   });
   try {
     await controller.ready();
@@ -163,7 +163,7 @@ fixture.test('a finished git restart stays finished: an Argo CD rollback, the co
       `--write-back-fallback-after=${fallbackAfterMs / 1000}s`,
       // Every workload looked at again every 2 s: the looks past the bound that show nothing happens.
       '--resync-period=2s',
-      `--write-back-work-dir=${await mkdtemp(join(tmpdir(), 'driftless-wb-'))}`,
+      `--write-back-work-dir=${await mkdtemp(join(cluster.stateDir, 'write-back-'))}`,
     ],
   });
   try {

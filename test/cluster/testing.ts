@@ -6,6 +6,7 @@ import { after, before, test, type TestContext } from 'node:test';
 import type { ApiClient, KubeList, KubeObject } from './api.ts';
 import { startArgoCD, type ArgoCD, type ArgoCdOptions } from './argocd.ts';
 import { startCluster, type Cluster, type ClusterOptions } from './harness.ts';
+import { assertScratchDirsRemoved } from '../support/temp-dirs.ts';
 import { waitFor, type WaitOptions } from '../support/wait.ts';
 
 /** What a cluster test receives. */
@@ -33,6 +34,7 @@ export function useCluster(options: ClusterOptions = {}): ClusterFixture {
   }, { timeout: 60 * 60_000 });
   after(async () => {
     await cluster?.stop();
+    assertScratchDirsRemoved();
   });
   return {
     test(name, body, testOptions = {}) {
@@ -80,6 +82,7 @@ export function useArgoCD(options: ClusterOptions & ArgoCdOptions = {}): ArgoCdF
   after(async () => {
     await argocd?.stop();
     await cluster?.stop();
+    assertScratchDirsRemoved();
   });
   return {
     test(name, body, testOptions = {}) {

@@ -31,6 +31,30 @@ function driftless(args: readonly string[]): Promise<Run> {
   });
 }
 
+/**
+ * Runs `driftless controller` until it exits or logs that it started; one that
+ * started is stopped with SIGTERM (its pipes left open, so it can log its
+ * stop), and its run ends with the code of that stop.
+ */
+async function controllerRun(args: readonly string[]): Promise<Run> {
+  const child = spawn(process.execPath, [bin, 'controller', ...args], { env: { ...process.env, KUBECONFIG: '' } });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+  const exited = once(child, 'close');
+  let code: number | null = null;
+  void exited.then(([exitCode]) => (code = exitCode as number | null));
+  const started = () => stdout.includes('"msg":"started"');
+  try {
+    await waitFor('the controller to exit or start', () => code !== null || started(), { timeoutMs: 30_000, intervalMs: 20 });
+  } finally {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+    await exited;
+  }
+  return { code, stdout, stderr };
+}
+
 /** Asserts the run said nothing of the canary (plain or base64 at any offset). */
 function assertNoLeak(run: Run): void {
   const leaked = findLeak(`${run.stdout}\n${run.stderr}`, LEAK_CANARY);
@@ -83,6 +107,25 @@ describe('credential files never reach the output', () => {
       assert.match(run.stderr, new RegExp(`kubeconfig ${kubeconfig.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: not valid YAML at line 11, column \\d+: bad indentation of a mapping entry`));
       assert.doesNotMatch(run.stderr, /client-key-data|token/);
     });
+  }
+
+  for (const command of [['controller'], ['explain', '--live']]) {
+    for (const [what, content] of [['empty', ''], ['only a newline', '\n'], ['only whitespace', ` \t\r\n`]] as const) {
+      it(`${command.join(' ')}: a hash key file that is ${what} is refused, naming the file (exit 2)`, async () => {
+        // A kubeconfig that loads: without the check the controller would run (and retry a closed port) with an unkeyed digest.
+        const loadable = join(dir, 'kubeconfig-closed-port');
+        await writeFile(loadable, MISINDENTED.replace(`     client-key-data: ${KEY_DATA}\n`, '').replace('https://127.0.0.1:6443', 'https://127.0.0.1:1'), { mode: 0o600 });
+        const file = join(dir, `hash-key-${what.replace(/\W+/g, '-')}`);
+        await writeFile(file, content, { mode: 0o600 });
+        const run = command[0] === 'controller'
+          ? await controllerRun([`--kubeconfig=${loadable}`, `--hash-key-file=${file}`, '--http-addr=127.0.0.1:0'])
+          : await driftless([...command, `--kubeconfig=${loadable}`, `--hash-key-file=${file}`]);
+        assert.equal(run.code, 2, run.stderr);
+        assertNoLeak(run);
+        const expected = content === '' ? 'the key file is empty' : `the key file holds only whitespace \\(${Buffer.byteLength(content)} bytes?;`;
+        assert.match(run.stderr, new RegExp(`^driftless ${command.join(' ')}: hash-key-file ${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: ${expected}`, 'm'));
+      });
+    }
   }
 
   for (const [what, line] of [['an unknown tag', `token: !<!${LEAK_CANARY}> x`], ['an unknown alias', `token: *${LEAK_CANARY}`]] as const) {

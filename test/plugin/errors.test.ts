@@ -4,17 +4,24 @@
  * nothing at all on stdout (no half output for Argo CD to apply).
  */
 import assert from 'node:assert/strict';
-import { chmodSync, existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { describe, it } from 'node:test';
+import { after, describe, it } from 'node:test';
 import { runCli } from './cli.ts';
 import type { CliResult } from './cli.ts';
+
+/** Every app directory of this file, removed at its end (each run used to leave some thirty in the temp dir). */
+const apps: string[] = [];
+after(() => {
+  for (const dir of apps) rmSync(dir, { recursive: true, force: true });
+});
 
 /** A fresh app directory holding `files`. */
 function app(files: Readonly<Record<string, string>>): string {
   const dir = mkdtempSync(join(tmpdir(), 'driftless-err-'));
+  apps.push(dir);
   for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name), text);
   return dir;
 }
@@ -155,6 +162,13 @@ describe('errors: usage (exit 2)', () => {
     const dir = app({ 'cm.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n', key: '' });
     assertFailure(await runCli(['generate', '--hash-key-file', 'key'], { cwd: dir }), 2, /hash-key-file .*key: the key file is empty/);
   });
+
+  for (const command of ['generate', 'explain']) {
+    it(`${command}: rejects a hash-key-file of only a newline, as the controller does (a Secret mounted without its key)`, async () => {
+      const dir = app({ 'cm.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n', key: '\n' });
+      assertFailure(await runCli([command, '--hash-key-file', 'key'], { cwd: dir }), 2, /hash-key-file .*key: the key file holds only whitespace \(1 byte;/);
+    });
+  }
 
   it('rejects an unknown flag', async () => {
     const dir = app({});

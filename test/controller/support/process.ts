@@ -12,6 +12,7 @@ import { createInterface } from 'node:readline';
 import type { Cluster } from '../../cluster/harness.ts';
 import { tiedToThisProcess } from '../../cluster/processes.ts';
 import { rootfsCommandLine, type RootfsMount } from '../../image/rootfs.ts';
+import { noteScratchDir } from '../../support/temp-dirs.ts';
 import { waitFor } from '../../support/wait.ts';
 import { LEAK_CANARY } from './fixtures.ts';
 import { credentialsOfFiles, findLeak, gitCredentialsIn } from './leak.ts';
@@ -82,6 +83,8 @@ export async function startControllerProcess(cluster: Cluster, options: Controll
     const volume = options.image === undefined || file === undefined ? undefined : options.volumes?.find((v) => file.startsWith(`${v.target}/`));
     return volume === undefined || file === undefined ? file : join(volume.source, file.slice(volume.target.length));
   };
+  // A work directory made directly in the temp dir is removed by nobody: the fixture's teardown checks it is gone.
+  noteScratchDir(onHost(flagFile('write-back-work-dir')));
   const credentials = await credentialsOfFiles({
     kubeconfig: kubeconfigPath,
     hashKeyFile: onHost(flagFile('hash-key-file')),

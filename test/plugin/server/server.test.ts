@@ -93,7 +93,9 @@ describe('render server: the same answer as a process', () => {
     assert.match(local.stderr, /warning/);
     assert.deepEqual(remote, local);
   });
+});
 
+describe('render server: the same failure as a process', () => {
   it('fails the same way: invalid manifests (4), a bad parameter (2), a failing renderer (3)', async () => {
     const broken = await both(['generate', '-'], { cwd: root, stdin: 'kind: [\n' });
     assert.equal(broken.local.code, 4);
@@ -107,6 +109,16 @@ describe('render server: the same answer as a process', () => {
     const render = await both(['generate'], { cwd: app, env: { DRIFTLESS_KUSTOMIZE: kustomize } });
     assert.equal(render.local.code, 3);
     assert.deepEqual(render.remote, render.local);
+  });
+
+  it('refuses a hash key file of only a newline as a process does (2), naming the file', async () => {
+    const key = join(root, 'blank-hash-key');
+    await writeFile(key, '\n');
+    const stdin = readFileSync(join(REPO, 'examples', 'directory', 'deployment.yaml'), 'utf8');
+    const { local, remote } = await both(['generate', '-', '--hash-key-file', key], { cwd: root, stdin });
+    assert.equal(local.code, 2, local.stderr);
+    assert.match(local.stderr, new RegExp(`hash-key-file ${key.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: the key file holds only whitespace \\(1 byte;`));
+    assert.deepEqual(remote, local);
   });
 
   it('relays output far larger than one frame, byte for byte', async () => {
