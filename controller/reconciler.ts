@@ -20,29 +20,27 @@ import { compareDigests, outOfBandDigests, resolveStrategy, selectConfigs, type 
 import { changedConfigs, normalEvent, warningEvent } from './events.ts';
 import { admitStart, FLEET_OFF } from './fleet/admission.ts';
 import { Breaker } from './fleet/breaker.ts';
-import { FLEET_ANNOTATIONS, formatHalt, parseHalt, type Halt } from './fleet/safety.ts';
+import { FLEET_ANNOTATIONS, parseHalt, type Halt } from './fleet/safety.ts';
 import type { OwnFields } from './kube/writes.ts';
-import type { PodSummary, WorkloadSummary } from './model.ts';
+import type { WorkloadSummary } from './model.ts';
 import type { ProcessResult } from './queue.ts';
 import type { ReconcilerDeps } from './reconciler-deps.ts';
 import type { RecordStore as RestartRecords } from './record/store.ts';
-import { restartWarnings } from './restart/evict-plan.ts';
+import { evictAtOnce, evictionsReported, evictsAtOnce } from './restart/evict-at-once.ts';
+import { finishRestart, haltRestart, skipRestart, stallRestart, type Ending } from './restart/endings.ts';
 import { announceSyncWaitExpiry, executeStep, type Execution, type StepTarget } from './restart/execute.ts';
 import { progressGit, type GitProgress } from './restart/git-progress.ts';
 import { RestartMemory } from './restart/memory.ts';
 import { completeOwnFields, ownFieldsWith, showsOwnFields, withOwnFields } from './restart/own-fields.ts';
-import { deadlinePassed, progressMarker, stallReason } from './restart/progress.ts';
-import { isStalePod } from './restart/stale-pods.ts';
-import { nextStep, type RestartInput, type RestartStep, type WaitCause } from './restart/step.ts';
+import { deadlinePassed, progressMarker, resumesStalled } from './restart/progress.ts';
+import { nextStep, type RestartInput } from './restart/step.ts';
+import { startRestart, type Starting } from './restart/start.ts';
 import { rememberWrites, shadowWrites, type UnseenWrites } from './restart/unseen-writes.ts';
-import { formatWriteBackRecord, WRITE_BACK_ANNOTATION, type WriteBackRecord as WriteBackState } from './writeback/record.ts';
+import { WRITE_BACK_ANNOTATION } from './writeback/record.ts';
 import { selectGit } from './writeback/select.ts';
 
 export type { StartLimiter } from './fleet/admission.ts';
 export type { GitStrategyOptions, ReconcileOptions, ReconcilerDeps } from './reconciler-deps.ts';
-
-/** Waits that hold a restart before it acts: a `--dry-run` restart reports its evictions only past them. */
-const HOLDS_BEFORE_ACTING: ReadonlySet<WaitCause> = new Set<WaitCause>(['argocd-sync', 'rollout-update', 'breaker', 'sync-window']);
 
 /** A strategy that moves pods in the cluster (or through Git). */
 type ActingStrategy = Exclude<ResolvedStrategy, 'record-only'>;
@@ -70,8 +68,8 @@ export class Reconciler {
   /** Copies of each workload's bookkeeping by UID; none under `--dry-run`, where nothing is written. */
   readonly #restartRecords: RestartRecords | undefined;
   readonly #breaker: Breaker;
-  readonly #execution: Execution;
-  readonly #git: GitProgress;
+  /** What the restart modules (start, execute, the Git path, the endings) act through. */
+  readonly #context: Execution & GitProgress & Starting & Ending & { readonly writes: UnseenWrites };
 
   constructor(deps: ReconcilerDeps) {
     this.#deps = deps;
@@ -79,8 +77,14 @@ export class Reconciler {
     this.#writes = dryRun ? shadowWrites(deps.writes) : rememberWrites(deps.writes, deps.log);
     this.#restartRecords = dryRun ? undefined : deps.records;
     this.#breaker = new Breaker(deps.options.fleet ?? FLEET_OFF, deps.log);
-    this.#execution = { deps, memory: this.#memory, writes: this.#writes };
-    this.#git = { deps, memory: this.#memory, apply: (workload, fields) => this.#apply(workload, fields), finish: (key) => this.#finish(key) };
+    this.#context = {
+      deps,
+      memory: this.#memory,
+      writes: this.#writes,
+      breaker: this.#breaker,
+      apply: (workload, fields) => this.#apply(workload, fields),
+      finish: (key) => this.#finish(key),
+    };
   }
 
   /** True while the workload has a restart in progress (its pod events wake it). */
@@ -115,14 +119,15 @@ export class Reconciler {
       case 'debounce':
         return { requeueAfterMs: verdict.afterMs };
       case 'record':
-        await this.#apply(decision.workload, { restartedFor: formatDigestMap(decision.current), restartAt: optionalTime(restartAt), templateRestartedAt: decision.workload.templateRestartedAt });
+        await this.#writeDigests(decision);
         this.#deps.log.debug({ workload: key, why: verdict.why }, 'recorded the current config digests');
         break;
       case 'restart': {
-        if (strategy === 'record-only') return this.#skipRestart(decision, verdict.changed);
+        if (strategy === 'record-only') return this.#recordOnly(decision, verdict.changed);
         const admission = await this.#admit(key, decision, verdict.changed);
         if (admission !== true) return admission;
-        restartAt = await this.#start(key, decision, verdict);
+        restartAt = verdict.restartAt;
+        await startRestart(this.#context, { key, workload: decision.workload, strategy, restartAt, changed: verdict.changed, current: decision.current, now: decision.now, seenAt: decision.seenAt });
         break;
       }
       case 'none':
@@ -180,12 +185,17 @@ export class Reconciler {
   }
 
   /** A change whose strategy restarts nothing (none, a CronJob): the digests are written, and an Event says so. */
-  async #skipRestart(decision: Decision, changed: readonly string[]): Promise<ProcessResult> {
+  async #recordOnly(decision: Decision, changed: readonly string[]): Promise<ProcessResult> {
     const { workload } = decision;
-    await this.#apply(workload, { restartedFor: formatDigestMap(decision.current), restartAt: optionalTime(decision.lastRestartAt), templateRestartedAt: workload.templateRestartedAt });
+    await this.#writeDigests(decision);
     this.#deps.metrics?.restartsSkipped.inc({ kind: workload.kind, namespace: workload.namespace, reason: workload.kind === 'CronJob' ? 'cronjob' : 'strategy-none' });
     await this.#deps.events.record(workload, normalEvent('RestartSkipped', `${workload.kind === 'CronJob' ? 'a CronJob\'s next Job reads the new config' : 'restart-strategy none'}: recorded only`, changedConfigs(changed)));
     return undefined;
+  }
+
+  /** Writes the current digests (what the pods are current with), T as it was. */
+  async #writeDigests({ workload, current, lastRestartAt }: Decision): Promise<void> {
+    await this.#apply(workload, { restartedFor: formatDigestMap(current), restartAt: lastRestartAt === undefined ? undefined : formatTime(lastRestartAt), templateRestartedAt: workload.templateRestartedAt });
   }
 
   /** Whether the restart may start now (fleet/admission.ts): true, or what to return. Its Events are recorded here. */
@@ -210,37 +220,6 @@ export class Reconciler {
     if (admission.start) return true;
     if (admission.waiting !== undefined) this.#deps.log.debug({ workload: key }, admission.waiting);
     return admission.requeueAfterMs === undefined ? undefined : { requeueAfterMs: admission.requeueAfterMs };
-  }
-
-  /** The restart starts: T is written, as always (a controller restarted while waiting resumes from it); returns T. */
-  async #start(key: string, decision: Decision, verdict: Extract<Verdict, { action: 'restart' }>): Promise<number> {
-    const { workload, strategy, current, now } = decision;
-    const restartAt = verdict.restartAt;
-    // The template annotation is not written here: it is the template step's first act (controller/restart/template.ts),
-    // which waits for T (a rollout started in T's second makes pods that read as created before T) and for Argo CD's sync.
-    await this.#apply(workload, {
-      restartedFor: formatDigestMap(current),
-      restartAt: formatTime(restartAt),
-      templateRestartedAt: workload.templateRestartedAt,
-      // The git strategy writes what it is to commit before it commits it (ADR 0016): a controller restarted
-      // meanwhile submits the same again, which Git makes harmless.
-      ...(strategy === 'git' ? { writeBack: formatWriteBackRecord(pendingWriteBack(workload, restartAt, verdict.changed, current, now)) } : {}),
-    });
-    if (strategy === 'git') this.#memory.markThroughGit(key, true);
-    this.#memory.markInProgress(key);
-    this.#memory.clearBlocked(key);
-    const metrics = this.#deps.metrics;
-    if (metrics !== undefined) {
-      metrics.restartsStarted.inc({ kind: workload.kind, namespace: workload.namespace, strategy });
-      metrics.reloaderReloadExecuted.inc({ success: 'true', namespace: workload.namespace });
-      metrics.changeToRestartSeconds.observe({ kind: workload.kind }, Math.max(0, now - Math.max(...verdict.changed.map(decision.seenAt))) / 1000);
-    }
-    const changed = changedConfigs(verdict.changed);
-    await this.#deps.events.record(workload, normalEvent('RestartStarted', strategy === 'git'
-      ? `the restart at ${formatTime(restartAt)} goes through Git: ${describeStrategy(strategy)}`
-      : `replacing the pods created before ${formatTime(restartAt)} (${describeStrategy(strategy)})`, changed));
-    for (const warning of strategy === 'evict' ? restartWarnings(workload) : []) await this.#deps.events.record(workload, warningEvent('RestartWarning', warning));
-    return restartAt;
   }
 
   /**
@@ -283,11 +262,11 @@ export class Reconciler {
   async #progress(key: string, workload: WorkloadSummary, strategy: ActingStrategy, restartAt: number, now: number): Promise<ProcessResult> {
     const { options, view } = this.#deps;
     if (strategy === 'git') {
-      const outcome = await progressGit(this.#git, key, workload, restartAt, now);
+      const outcome = await progressGit(this.#context, key, workload, restartAt, now);
       if ('result' in outcome) return outcome.result;
       return this.#progress(key, outcome.inCluster.workload, outcome.inCluster.strategy, restartAt, now);
     }
-    if (strategy === 'evict' && this.#writes.evictionsReported(key) === restartAt) return undefined;
+    if (evictionsReported(this.#writes, key, strategy, restartAt)) return undefined;
     const input: RestartInput = {
       workload,
       pods: view.podsOf(workload).map((pod) => this.#memory.withEviction(pod, now)),
@@ -303,8 +282,8 @@ export class Reconciler {
       breakerOpen: () => this.#breakerAt(now).open,
     };
     const marker = progressMarker(workload, input.pods, restartAt);
-    if (!this.#resumes(key, restartAt, marker)) return { requeueAfterMs: options.checkIntervalMs };
-    await announceSyncWaitExpiry(this.#execution, key, input);
+    if (!resumesStalled(this.#memory, key, restartAt, marker, options.maxConcurrentRestarts, this.#deps.log)) return { requeueAfterMs: options.checkIntervalMs };
+    await announceSyncWaitExpiry(this.#context, key, input);
     let step = nextStep(input);
     if (step.kind === 'set-template') {
       await this.#apply(workload, ownFieldsWith(workload, { restartAt: formatTime(restartAt), templateRestartedAt: formatTime(restartAt) }));
@@ -312,91 +291,16 @@ export class Reconciler {
       step = nextStep({ ...input, workload: { ...workload, templateRestartedAt: formatTime(restartAt) } });
     }
     const target: StepTarget = { key, workload, strategy, restartAt, now, apiNow: input.now };
-    const heldOrHalted = (step.kind === 'halt' && step.cause === 'health-gate') || (step.kind === 'wait' && HOLDS_BEFORE_ACTING.has(step.cause));
-    if (this.#writes.evictions === 'at-once' && strategy === 'evict' && !heldOrHalted) return this.#evictAtOnce(target, input.pods);
-    if (deadlinePassed(this.#memory, key, step, restartAt, marker, now, options.progressDeadlineMs ?? 0)) return this.#stall(target, step, input.pods, marker);
+    if (evictsAtOnce(this.#writes, strategy, step)) return evictAtOnce(this.#context, target, input.pods);
+    if (deadlinePassed(this.#memory, key, step, restartAt, marker, now, options.progressDeadlineMs ?? 0)) return stallRestart(this.#context, target, step, input.pods, marker);
     if (step.kind !== 'wait') {
       // A sync-window hold ends with an act (or the restart's end); the next hold (a later window) is announced
       // anew. Other waits do not end it: a later change's T may be ahead of the clock for a moment.
       this.#memory.clearWindowHold(key);
     }
-    if (step.kind === 'done') return this.#done(key, workload, restartAt);
-    if (step.kind === 'halt') return step.cause === 'health-gate' ? this.#halt(target, step.reason) : this.#skipPendingRevision(key, workload, step.reason);
-    return executeStep(this.#execution, target, step);
-  }
-
-  /**
-   * Whether a restart halted by the progress deadline acts again: only once its pods moved by themselves
-   * (or at a new T), and only with a free slot, as a start would. True for one never halted.
-   */
-  #resumes(key: string, restartAt: number, marker: string): boolean {
-    const stalled = this.#memory.stalled(key);
-    if (stalled === undefined) return true;
-    if (stalled.restartAt === restartAt && stalled.marker === marker) return false;
-    if (!this.#memory.inProgress(key) && this.#memory.actingCount() >= this.#deps.options.maxConcurrentRestarts) return false;
-    this.#memory.clearStalled(key);
-    this.#deps.log.info({ workload: key }, 'a stalled restart moved: resuming it');
-    return true;
-  }
-
-  /** `--dry-run`: no pod goes away, so pacing would wait forever; report every eviction the restart would make, once. */
-  async #evictAtOnce(target: StepTarget, pods: readonly PodSummary[]): Promise<ProcessResult> {
-    for (const pod of pods) {
-      if (!isStalePod(pod, target.restartAt)) continue;
-      await this.#writes.evict(pod);
-      this.#memory.markEvicted(pod.uid, target.now);
-    }
-    this.#writes.markEvictionsReported(target.key, target.restartAt);
-    return this.#done(target.key, target.workload, target.restartAt);
-  }
-
-  /** The progress deadline passed: the restart stops acting, gives its slot back, and says why. */
-  async #stall(target: StepTarget, step: RestartStep, pods: readonly PodSummary[], marker: string): Promise<ProcessResult> {
-    const { options, log } = this.#deps;
-    const { key, workload, strategy, restartAt } = target;
-    this.#finish(key);
-    this.#memory.markStalled(key, restartAt, marker);
-    const cause = step.kind === 'wait' ? step.cause : step.kind;
-    this.#deps.metrics?.restartsStalled.inc({ kind: workload.kind, namespace: workload.namespace, strategy, cause });
-    const why = stallReason(step, pods, restartAt);
-    log.warn({ workload: key, cause, reason: why }, 'restart halted: no progress within --restart-progress-deadline');
-    const deadline = `${Math.round((options.progressDeadlineMs ?? 0) / 1000)}s`;
-    await this.#deps.events.record(workload, warningEvent('RestartProgressDeadlineExceeded',
-      `the restart at ${formatTime(restartAt)} made no progress for ${deadline} (--restart-progress-deadline): ${why}; it holds no restart slot now and resumes once its pods move, or at the next change`));
-    return { requeueAfterMs: options.checkIntervalMs };
-  }
-
-  /** The health gate failed: write the halt on the workload (it outlives this process) and stop. */
-  async #halt(target: StepTarget, reason: string): Promise<ProcessResult> {
-    const { key, workload, strategy, now } = target;
-    const at = Math.floor(now / 1000) * 1000;
-    await this.#apply(workload, ownFieldsWith(workload, { restartHalted: formatHalt({ at, reason }) }));
-    // The cache shows our write a moment later; the breaker must count this halt now.
-    this.#breaker.halted(key, at, workload.resourceVersion);
-    this.#finish(key);
-    this.#deps.metrics?.restartsFailed.inc({ kind: workload.kind, namespace: workload.namespace, strategy });
-    this.#deps.metrics?.reloaderReloadExecuted.inc({ success: 'false', namespace: workload.namespace });
-    this.#deps.fleetMetrics?.restartsHalted.inc({ kind: workload.kind, namespace: workload.namespace });
-    this.#deps.log.warn({ workload: key, reason }, 'restart halted by the health gate');
-    await this.#deps.events.record(workload, warningEvent('RestartHalted', `${reason}: no further restart of this workload until the annotation ${FLEET_ANNOTATIONS.restartHalted} is removed`));
-    return undefined;
-  }
-
-  /** Evicting would apply a pending update revision: the restart ends, not done. */
-  async #skipPendingRevision(key: string, workload: WorkloadSummary, reason: string): Promise<ProcessResult> {
-    this.#finish(key);
-    this.#deps.metrics?.restartsSkipped.inc({ kind: workload.kind, namespace: workload.namespace, reason: 'pending-revision' });
-    await this.#deps.events.record(workload, warningEvent('RestartSkipped', reason));
-    return undefined;
-  }
-
-  /** Every pod from before T is replaced: the restart ends, announced once. */
-  async #done(key: string, workload: WorkloadSummary, restartAt: number): Promise<ProcessResult> {
-    if (this.#finish(key)) {
-      this.#deps.metrics?.restartsFinished.inc({ kind: workload.kind, namespace: workload.namespace, strategy: resolveStrategy(workload, this.#deps.options.defaultStrategy).strategy });
-      await this.#deps.events.record(workload, normalEvent('RestartFinished', `every pod created before ${formatTime(restartAt)} was replaced`));
-    }
-    return undefined;
+    if (step.kind === 'done') return finishRestart(this.#context, key, workload, restartAt);
+    if (step.kind === 'halt') return step.cause === 'health-gate' ? haltRestart(this.#context, target, step.reason) : skipRestart(this.#context, key, workload, step.reason);
+    return executeStep(this.#context, target, step);
   }
 
   /** Ends a restart in progress, and forgets the workload altogether once it is gone; true when there was a restart. */
@@ -430,28 +334,4 @@ export class Reconciler {
   }
 }
 
-function optionalTime(ms: number | undefined): string | undefined {
-  return ms === undefined ? undefined : formatTime(ms);
-}
-
-function describeStrategy(strategy: ResolvedStrategy): string {
-  switch (strategy) {
-    case 'evict': return 'paced evictions';
-    case 'restart-at': return 'the Rollout\'s spec.restartAt';
-    case 'template': return 'a rolling update through the pod template annotation driftless.dev/restarted-at';
-    case 'record-only': return 'recorded only';
-    case 'git': return 'a commit of the changed digests to the Application\'s Git source, which Argo CD syncs';
-  }
-}
-
 export { parseWorkloadKey };
-
-/** The write-back state of a restart through Git at T, before its first submission: the changed configs' keyed digests. */
-function pendingWriteBack(workload: WorkloadSummary, restartAt: number, changed: readonly string[], current: Readonly<Record<string, string>>, now: number): WriteBackState {
-  const configs: Record<string, string> = {};
-  for (const key of changed) {
-    const digest = current[key];
-    if (digest !== undefined && (key.startsWith('ConfigMap/') || key.startsWith('Secret/'))) configs[key] = digest;
-  }
-  return { restartAt, state: 'pending', configs, templateHash: workload.configHash ?? '', since: now, at: now };
-}

@@ -4,6 +4,7 @@
  * stuck when they have not. The marker is data; the memory of when it last
  * changed is the reconciler's (restart/memory.ts).
  */
+import type { Logger } from 'pino';
 import type { PodSummary, WorkloadSummary } from '../model.ts';
 import type { RestartMemory } from './memory.ts';
 import { isTerminalPod } from './stale-pods.ts';
@@ -59,4 +60,18 @@ export function stallReason(step: RestartStep, pods: readonly PodSummary[], rest
   const reason = step.kind === 'wait' || step.kind === 'halt' ? step.reason : step.kind;
   const pending = pods.filter((pod) => pod.createdAt >= restartAt && !pod.deleting && pod.phase === 'Pending').map((pod) => pod.name).sort();
   return pending.length === 0 ? reason : `${reason}; replacement pod ${pending[0]} is Pending (unschedulable, or waiting for quota or volumes)`;
+}
+
+/**
+ * Whether a restart halted by the progress deadline acts again: only once its pods moved by themselves
+ * (or at a new T), and only with a free slot, as a start would. True for one never halted.
+ */
+export function resumesStalled(memory: RestartMemory, key: string, restartAt: number, marker: string, maxConcurrentRestarts: number, log: Logger): boolean {
+  const stalled = memory.stalled(key);
+  if (stalled === undefined) return true;
+  if (stalled.restartAt === restartAt && stalled.marker === marker) return false;
+  if (!memory.inProgress(key) && memory.actingCount() >= maxConcurrentRestarts) return false;
+  memory.clearStalled(key);
+  log.info({ workload: key }, 'a stalled restart moved: resuming it');
+  return true;
 }
