@@ -118,12 +118,12 @@ export class Reconciler {
     switch (verdict.action) {
       case 'debounce':
         return { requeueAfterMs: verdict.afterMs };
-      case 'record':
+      case 'write-digests':
         await this.#writeDigests(decision);
         this.#deps.log.debug({ workload: key, why: verdict.why }, 'recorded the current config digests');
         break;
       case 'restart': {
-        if (strategy === 'record-only') return this.#recordOnly(decision, verdict.changed);
+        if (strategy === 'record-only') return this.#skipByStrategy(decision, verdict.changed);
         const admission = await this.#admit(key, decision, verdict.changed);
         if (admission !== true) return admission;
         restartAt = verdict.restartAt;
@@ -185,7 +185,7 @@ export class Reconciler {
   }
 
   /** A change whose strategy restarts nothing (none, a CronJob): the digests are written, and an Event says so. */
-  async #recordOnly(decision: Decision, changed: readonly string[]): Promise<ProcessResult> {
+  async #skipByStrategy(decision: Decision, changed: readonly string[]): Promise<ProcessResult> {
     const { workload } = decision;
     await this.#writeDigests(decision);
     this.#deps.metrics?.restartsSkipped.inc({ kind: workload.kind, namespace: workload.namespace, reason: workload.kind === 'CronJob' ? 'cronjob' : 'strategy-none' });
