@@ -6,7 +6,7 @@
  */
 import { formatTime } from '../bookkeeping.ts';
 import { resolveStrategy, type ResolvedStrategy } from '../decide.ts';
-import { changedConfigs, normalEvent, warningEvent } from '../events.ts';
+import { changedConfigs, normalEvent, warningEvent, type EventConfig } from '../events.ts';
 import type { OwnFields } from '../kube/writes.ts';
 import type { WorkloadSummary } from '../model.ts';
 import type { ProcessResult } from '../queue.ts';
@@ -80,18 +80,10 @@ export async function progressGit(git: GitProgress, key: string, workload: Workl
       }).then(() => git.deps.wake?.(key));
       return { result: { requeueAfterMs: options.checkIntervalMs } };
     }
-    case 'record': {
+    case 'record':
       await git.apply(workload, own(step.record));
-      const { sha, branch, repo, error } = step.record;
-      if (step.record.state === 'committed') {
-        await git.deps.events.record(workload, normalEvent('WriteBackCommitted', `${sha === undefined ? 'the digests were already' : `committed ${sha.slice(0, 12)}`} in ${repo ?? 'the repository'} on ${branch ?? 'its branch'} for the restart at ${formatTime(restartAt)}: Argo CD's sync rolls the ${workload.kind}`, changed));
-      } else {
-        const result = writeBack.statusOfWorkload(ref)?.result;
-        const message = result?.status === 'failed' ? result.error.message : error ?? 'unknown';
-        await git.deps.events.record(workload, warningEvent('WriteBackFailed', `the write-back failed (${error ?? 'unknown'}): ${message}; retrying until --write-back-fallback-after`));
-      }
+      await announceAnswer(git, workload, restartAt, step.record, changed);
       return { result: { requeueAfterMs: options.checkIntervalMs } };
-    }
     case 'wait':
       log.debug({ workload: key, cause: step.cause, reason: step.reason }, 'write-back waiting');
       return { result: { requeueAfterMs: step.until === undefined ? options.checkIntervalMs : Math.max(1, Math.min(options.checkIntervalMs * 60, step.until - now)) } };
@@ -112,17 +104,32 @@ export async function progressGit(git: GitProgress, key: string, workload: Workl
       return { inCluster: { workload: withOwnFields(workload, own(step.record)), strategy: inCluster } };
     }
     case 'done':
-      if (git.finish(key)) {
-        if (step.unconfirmed !== undefined) {
-          log.warn({ workload: key }, 'write-back not synced by Argo CD within --write-back-fallback-after; no longer waiting');
-          await git.deps.events.record(workload, warningEvent('RestartSyncWaitExpired', step.unconfirmed, changed));
-          return { result: undefined };
-        }
-        git.deps.metrics?.restartsFinished.inc({ kind: workload.kind, namespace: workload.namespace, strategy: 'git' });
-        await git.deps.events.record(workload, normalEvent('RestartFinished', `Argo CD synced the write-back${state.sha === undefined ? '' : ` (commit ${state.sha.slice(0, 12)})`} and the ${workload.kind} rolled`));
-      }
+      if (git.finish(key)) await announceDone(git, key, workload, state, step.unconfirmed, changed);
       return { result: undefined };
   }
+}
+
+/** The write-back engine's answer, now written on the workload: committed (Argo CD's sync rolls it), or failed (retried). */
+async function announceAnswer(git: GitProgress, workload: WorkloadSummary, restartAt: number, answer: WriteBackState, changed: readonly EventConfig[]): Promise<void> {
+  const { sha, branch, repo, error } = answer;
+  if (answer.state === 'committed') {
+    await git.deps.events.record(workload, normalEvent('WriteBackCommitted', `${sha === undefined ? 'the digests were already' : `committed ${sha.slice(0, 12)}`} in ${repo ?? 'the repository'} on ${branch ?? 'its branch'} for the restart at ${formatTime(restartAt)}: Argo CD's sync rolls the ${workload.kind}`, changed));
+    return;
+  }
+  const result = git.deps.writeBack?.statusOfWorkload({ kind: workload.kind, namespace: workload.namespace, name: workload.name })?.result;
+  const message = result?.status === 'failed' ? result.error.message : error ?? 'unknown';
+  await git.deps.events.record(workload, warningEvent('WriteBackFailed', `the write-back failed (${error ?? 'unknown'}): ${message}; retrying until --write-back-fallback-after`));
+}
+
+/** The restart through Git ended: Argo CD synced the commit and the workload rolled, or (`unconfirmed`) no longer waited for. */
+async function announceDone(git: GitProgress, key: string, workload: WorkloadSummary, state: WriteBackState, unconfirmed: string | undefined, changed: readonly EventConfig[]): Promise<void> {
+  if (unconfirmed !== undefined) {
+    git.deps.log.warn({ workload: key }, 'write-back not synced by Argo CD within --write-back-fallback-after; no longer waiting');
+    await git.deps.events.record(workload, warningEvent('RestartSyncWaitExpired', unconfirmed, changed));
+    return;
+  }
+  git.deps.metrics?.restartsFinished.inc({ kind: workload.kind, namespace: workload.namespace, strategy: 'git' });
+  await git.deps.events.record(workload, normalEvent('RestartFinished', `Argo CD synced the write-back${state.sha === undefined ? '' : ` (commit ${state.sha.slice(0, 12)})`} and the ${workload.kind} rolled`));
 }
 
 /** The configs the write-back state holds, as the write-back takes them (only ConfigMaps and Secrets have a digest the plugin folds). */
