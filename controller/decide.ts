@@ -114,7 +114,7 @@ export type Verdict =
   /** Nothing changed. */
   | { readonly action: 'none' }
   /** Write the current digests and restart nothing: first sight, or only the set of configs changed. */
-  | { readonly action: 'record'; readonly why: 'first-sight' | 'set-changed' }
+  | { readonly action: 'write-digests'; readonly why: 'first-sight' | 'set-changed' }
   /** Content changed, but less than the debounce ago: look again after `afterMs`. */
   | { readonly action: 'debounce'; readonly afterMs: number; readonly changed: readonly string[] }
   /** Content changed: restart at `restartAt`, replacing pods created before it. */
@@ -137,7 +137,7 @@ export function compareDigests(
 ): Verdict {
   // A workload that selects no out-of-band config gets no bookkeeping at all: in mode `annotated` that is
   // every workload nobody opted in, and a write would bump each Deployment's generation for nothing.
-  if (recorded === undefined) return Object.keys(current).length === 0 ? { action: 'none' } : { action: 'record', why: 'first-sight' };
+  if (recorded === undefined) return Object.keys(current).length === 0 ? { action: 'none' } : { action: 'write-digests', why: 'first-sight' };
   const changed: string[] = [];
   for (const [key, digest] of Object.entries(current)) {
     const before = recorded[key];
@@ -156,7 +156,7 @@ export function compareDigests(
     return { action: 'restart', restartAt, changed };
   }
   const sameKeys = Object.keys(recorded).length === Object.keys(current).length && Object.keys(current).every((key) => recorded[key] === current[key]);
-  return sameKeys ? { action: 'none' } : { action: 'record', why: 'set-changed' };
+  return sameKeys ? { action: 'none' } : { action: 'write-digests', why: 'set-changed' };
 }
 
 /** How a workload is restarted, resolved from its annotations and the default; `git`: by a commit (ADR 0016). */

@@ -72,6 +72,14 @@ export interface EventRecorder {
   record(workload: WorkloadSummary, event: WorkloadEvent): Promise<void>;
 }
 
+/** `Kind/name` config keys (the digest maps' keys) as the Events name them. */
+export function changedConfigs(keys: readonly string[]): readonly EventConfig[] {
+  return keys.map((key) => {
+    const slash = key.indexOf('/');
+    return Object.freeze({ kind: key.slice(0, slash) as EventConfig['kind'], name: key.slice(slash + 1) });
+  });
+}
+
 /** A Normal Event with no config named. */
 export function normalEvent(reason: EventReason, detail: string, configs: readonly EventConfig[] = []): WorkloadEvent {
   return Object.freeze({ type: 'Normal', reason, configs, detail });

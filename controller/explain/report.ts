@@ -371,7 +371,7 @@ function explainRestart(snapshot: LiveSnapshot, workload: WorkloadSummary, selec
   if (selection !== undefined) {
     // Debounce 0 and the content's first sight unknown: whether, not when, the controller restarts.
     const verdict = compareDigests(recorded, outOfBandDigests(selection), () => 0, snapshot.now, 0);
-    if (verdict.action === 'record' && verdict.why === 'first-sight') state = 'first-sight';
+    if (verdict.action === 'write-digests' && verdict.why === 'first-sight') state = 'first-sight';
     if (verdict.action === 'restart') {
       changed = verdict.changed;
       state = 'pending';

@@ -20,7 +20,7 @@ const never = (): number => {
 // ---- compareDigests ---------------------------------------------------------
 
 test('compareDigests: nothing recorded yet is a first sight, recorded without a restart', () => {
-  assert.deepEqual(compareDigests(undefined, { 'Secret/db': 'v1:a' }, never, 0, 0), { action: 'record', why: 'first-sight' });
+  assert.deepEqual(compareDigests(undefined, { 'Secret/db': 'v1:a' }, never, 0, 0), { action: 'write-digests', why: 'first-sight' });
 });
 
 test('compareDigests: equal digests call for nothing', () => {
@@ -47,12 +47,12 @@ test('compareDigests: within the debounce window it waits for the remaining time
 });
 
 test('compareDigests: a config joining or leaving the set is recorded, not restarted for', () => {
-  assert.deepEqual(compareDigests({ 'Secret/db': 'v1:a' }, { 'Secret/db': 'v1:a', 'ConfigMap/new': 'v1:n' }, never, 0, 0), { action: 'record', why: 'set-changed' });
-  assert.deepEqual(compareDigests({ 'Secret/db': 'v1:a', 'ConfigMap/old': 'v1:o' }, { 'Secret/db': 'v1:a' }, never, 0, 0), { action: 'record', why: 'set-changed' });
+  assert.deepEqual(compareDigests({ 'Secret/db': 'v1:a' }, { 'Secret/db': 'v1:a', 'ConfigMap/new': 'v1:n' }, never, 0, 0), { action: 'write-digests', why: 'set-changed' });
+  assert.deepEqual(compareDigests({ 'Secret/db': 'v1:a', 'ConfigMap/old': 'v1:o' }, { 'Secret/db': 'v1:a' }, never, 0, 0), { action: 'write-digests', why: 'set-changed' });
 });
 
 test('compareDigests: a config becoming absent restarts nothing; absent to present is a change', () => {
-  assert.deepEqual(compareDigests({ 'Secret/db': 'v1:a' }, { 'Secret/db': ABSENT }, never, 0, 0), { action: 'record', why: 'set-changed' });
+  assert.deepEqual(compareDigests({ 'Secret/db': 'v1:a' }, { 'Secret/db': ABSENT }, never, 0, 0), { action: 'write-digests', why: 'set-changed' });
   assert.deepEqual(compareDigests({ 'Secret/db': ABSENT }, { 'Secret/db': 'v1:a' }, () => 4_000, 10_000, 0), { action: 'restart', restartAt: 4_000, changed: ['Secret/db'] });
 });
 
