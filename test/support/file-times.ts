@@ -59,13 +59,13 @@ export function formatTimes(times: RunTimes, wallMs: number): string {
     '',
     `file times (${files.length} files, ${seconds(total)} s in files, ${seconds(wallMs)} s wall; slowest first;`,
     '"outside": seconds outside the top-level tests (process start, imports, after hooks; a before hook counts in the first test))',
-    `${'s'.padStart(8)}  ${'share'.padStart(5)}  ${'outside'.padStart(7)}  ${'tests'.padStart(5)}  ${'file'.padEnd(width)}`,
+    `${'s'.padStart(8)}  ${'share'.padStart(6)}  ${'outside'.padStart(7)}  ${'tests'.padStart(5)}  ${'file'.padEnd(width)}`,
   ];
   for (const item of files) {
     const share = total === 0 ? 0 : (100 * item.durationMs) / total;
     const count = item.tests === undefined ? '?' : String(item.tests);
     const mark = item.passed ? '' : '  FAILED';
-    const cells = [seconds(item.durationMs).padStart(8), `${share.toFixed(1)}%`.padStart(5), seconds(item.outsideMs).padStart(7), count.padStart(5)];
+    const cells = [seconds(item.durationMs).padStart(8), `${share.toFixed(1)}%`.padStart(6), seconds(item.outsideMs).padStart(7), count.padStart(5)];
     lines.push(`${cells.join('  ')}  ${item.file}${mark}`);
   }
   if (tests.length > 0) {
