@@ -7,7 +7,7 @@
  * the plugin runs) and prints, on stdout, the shell line that puts them first
  * on PATH: `eval "$(npm run --silent setup -- --tools)"`.
  */
-import { ensureArgoCdBinaries, ensureClusterBinaries } from './cluster/build.ts';
+import { ensureArgoCdBinaries, ensureClusterBinaries, ensureRolloutsControllerBinary } from './cluster/build.ts';
 import { ensureFaketime } from './cluster/faketime.ts';
 import { ensureImages, ImageToolsMissingError } from './image/build.ts';
 import { ensureRenderers, ensureTools } from './tools.ts';
@@ -47,14 +47,16 @@ async function main(argv: readonly string[]): Promise<number> {
   // The fault tests run the controller under a shifted clock (installed with apt-get when CI=true). First,
   // alone: the image lane may run apt-get too, and two at once would fight over dpkg's lock.
   process.stderr.write(`setup: libfaketime ${await ensureFaketime()}\n`);
-  // Two lanes at once: the renderers, the cluster and the images in one, Argo CD in the
-  // other. Each Go build alone leaves a core idle for much of its time (module downloads, single-threaded
-  // links), so on 2 cores the lanes together finish minutes sooner than one after the other; within a
-  // lane the builds share a Go build cache and are kept in order, so no package compiles twice.
+  // Two lanes at once: the renderers, the cluster and the images in one, Argo CD and then the Argo Rollouts
+  // controller in the other. Each Go build alone leaves a core idle for much of its time (module downloads,
+  // single-threaded links), so on 2 cores the lanes together finish minutes sooner than one after the other;
+  // within a lane the builds are kept in order, so no package compiles twice at once. The Rollouts
+  // controller is in the Argo CD lane to balance the two (test/cluster/README.md, "CI time budget"): with it
+  // in the cluster lane, that lane ran ~10 min after Argo CD was done, with a core mostly idle.
   const cluster = (async () => {
     const tools = await ensureTools();
     process.stderr.write(`setup: kustomize ${tools.kustomize}\nsetup: helm      ${tools.helm}\n`);
-    await ensureClusterBinaries();
+    await ensureClusterBinaries({ rolloutsController: false });
     process.stderr.write('setup: cluster binaries ready\n');
     // The Dockerfile's two images (test/image), after the tools: their tools stage links helm and kustomize
     // from the Go build cache ensureTools filled. In CI (root) buildah and mmdebstrap are installed if missing;
@@ -75,6 +77,8 @@ async function main(argv: readonly string[]): Promise<number> {
     // Built here, once, so no test file's before hook waits ~15 minutes for it.
     await ensureArgoCdBinaries();
     process.stderr.write('setup: Argo CD binaries ready\n');
+    await ensureRolloutsControllerBinary();
+    process.stderr.write('setup: Argo Rollouts controller ready\n');
   })();
   // allSettled: a failure in one lane must not leave the other's go build running unowned.
   const failed = (await Promise.allSettled([cluster, argocd])).find((lane) => lane.status === 'rejected');

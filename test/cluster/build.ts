@@ -360,6 +360,19 @@ export async function ensureClusterBinaries(options: EnsureOptions = {}): Promis
   };
 }
 
+/**
+ * Builds only the Argo Rollouts controller (a no-op when cached), so `npm run setup` can build it in the
+ * Argo CD lane while the other lane builds Kubernetes: `ensureClusterBinaries({ rolloutsController: false })`
+ * and this together are `ensureClusterBinaries()`.
+ * @returns the cached path.
+ * @throws {ClusterBuildError} when Go is missing or the build fails.
+ */
+export async function ensureRolloutsControllerBinary(): Promise<string> {
+  const spec = binarySpecs.find((candidate) => candidate.name === 'rollouts-controller');
+  if (!spec) throw new ClusterBuildError('no rollouts-controller spec');
+  return ensureGoBinary(spec, await goVersion());
+}
+
 /** Paths of everything `startArgoCD` needs, all inside the cache. */
 export interface ArgoCdBinaries {
   /** Argo CD's multi-call binary: the role comes from the name it is started under. */
