@@ -57,6 +57,22 @@ function scriptedGit() {
  * StatefulSet `web` (annotated git, one old pod) tracked by Application shop rendered by the plugin, using Secret `db`;
  * with `api`, StatefulSet `api` of the same Application too, using Secret `cache`.
  */
+/** A Secret rotated, the write-back submitted, its commit answered and written on the workload: the state both end tests start from. */
+async function rotatedAndCommitted(): Promise<{ h: ReturnType<typeof harness>; reconciler: ReturnType<ReturnType<typeof harness>['make']> }> {
+  const h = harness();
+  const reconciler = h.make();
+  await reconciler.reconcile(h.key);
+  h.rotate();
+  await reconciler.reconcile(h.key);
+  await reconciler.reconcile(h.key);
+  await h.clock.advanceAsync(1_000);
+  await h.settle();
+  h.git.jobs[0]?.answer('c0ffee0123456789c0ffee0123456789c0ffee01');
+  await h.settle();
+  await reconciler.reconcile(h.key);
+  return { h, reconciler };
+}
+
 function harness(options: { keyed?: boolean; fallback?: GitStrategyOptions['fallback']; annotations?: Record<string, string>; api?: boolean } = {}) {
   const clock = new FakeClock(START);
   const view = new ClusterView();
@@ -288,17 +304,7 @@ describe('the git strategy in the reconciler', () => {
   });
 
   it('a finished restart stays finished: a revert of the commit synced by Argo CD says nothing more, holds nothing, also across a controller restart', async () => {
-    const h = harness();
-    const reconciler = h.make();
-    await reconciler.reconcile(h.key);
-    h.rotate();
-    await reconciler.reconcile(h.key);
-    await reconciler.reconcile(h.key);
-    await h.clock.advanceAsync(1_000);
-    await h.settle();
-    h.git.jobs[0]?.answer('c0ffee0123456789c0ffee0123456789c0ffee01');
-    await h.settle();
-    await reconciler.reconcile(h.key);
+    const { h, reconciler } = await rotatedAndCommitted();
     h.clock.advance(10_000);
     h.syncRolled();
     assert.equal(await reconciler.reconcile(h.key), undefined);
@@ -325,17 +331,7 @@ describe('the git strategy in the reconciler', () => {
   });
 
   it('a commit Argo CD never syncs: after --write-back-fallback-after one Warning, the restart stops waiting, nothing in the cluster', async () => {
-    const h = harness();
-    const reconciler = h.make();
-    await reconciler.reconcile(h.key);
-    h.rotate();
-    await reconciler.reconcile(h.key);
-    await reconciler.reconcile(h.key);
-    await h.clock.advanceAsync(1_000);
-    await h.settle();
-    h.git.jobs[0]?.answer('c0ffee0123456789c0ffee0123456789c0ffee01');
-    await h.settle();
-    await reconciler.reconcile(h.key);
+    const { h, reconciler } = await rotatedAndCommitted();
     assert.equal(h.record()?.state, 'committed');
     await h.clock.advanceAsync(599_000);
     assert.deepEqual(await reconciler.reconcile(h.key), { requeueAfterMs: 500 }, 'still waiting for the sync');
