@@ -163,7 +163,11 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
   // namespace, so that a Replace=true sync of the workload does not lose a restart (ADR 0007).
   const recordNamespace = config.leaderElectionNamespace ?? deps.defaultLeaseNamespace;
   const recordCache = new RecordCache();
-  const records = config.dryRun ? undefined : createRecordStore({ client, cache: recordCache, namespace: recordNamespace, log, fence, timeoutMs: writeTimeoutMs });
+  const records = config.dryRun ? undefined : createRecordStore({
+    client, cache: recordCache, namespace: recordNamespace, log, fence, timeoutMs: writeTimeoutMs,
+    // Another install may keep its records in the same namespace: only those of watched namespaces are ours.
+    watches: (namespace) => config.namespaces === undefined || config.namespaces.includes(namespace),
+  });
   // The Git write-back: credentials read on demand in Argo CD's namespace only, each request with the
   // client's deadline; nothing runs until the restart path submits. Its pushes are writes like any other:
   // a lost Lease aborts a running git command at once (close), before the process exits.
