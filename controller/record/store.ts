@@ -5,6 +5,13 @@
  * written), delete once its workload is gone. A record that cannot be written
  * (no permission, a conflict) is logged and never fails a reconcile: the
  * workload's annotations remain the primary copy.
+ *
+ * Only the records of workloads in the namespaces this controller watches are
+ * its to judge: the record namespace may be shared (two installs sharded by
+ * `--namespaces` in one namespace, every controller run outside a pod in
+ * `default`), and a record whose workload this controller cannot see is not a
+ * record of a deleted workload. Deleting it lost the baseline of an idle
+ * workload, so its next Replace=true sync took a rotation for first sight.
  */
 import type { Logger } from 'pino';
 import type { KubeClient } from '../kube/client.ts';
@@ -19,9 +26,12 @@ export interface RecordStore {
   get(workloadUid: string): RestartRecord | undefined;
   /** Writes the record when it does not hold `fields` already. */
   write(workload: WorkloadSummary, fields: RecordedFields): Promise<void>;
-  /** True when the workload `kind/namespace/name` has a record of a UID other than `liveUid` (deleted or recreated). */
+  /**
+   * True when the workload `kind/namespace/name`, in a watched namespace, has a record of a UID other than
+   * `liveUid` (deleted or recreated); never for a namespace this controller does not watch.
+   */
   hasStale(kind: string, namespace: string, name: string, liveUid: string | undefined): boolean;
-  /** Deletes the records of the workload `kind/namespace/name` whose UID is not `liveUid`. */
+  /** Deletes the records of the workload `kind/namespace/name` whose UID is not `liveUid` (in a watched namespace only). */
   forget(kind: string, namespace: string, name: string, liveUid: string | undefined): Promise<void>;
 }
 
@@ -74,8 +84,14 @@ export function createRecordStore(deps: {
   /** Record writes are fenced like every other write (ADR 0008): a deposed leader must not write one. */
   fence: Fence;
   timeoutMs: number;
+  /** The namespaces this controller watches (`--namespaces`); absent: all. */
+  watches?: (namespace: string) => boolean;
 }): RecordStore {
   const { client, cache, namespace, log, fence, timeoutMs } = deps;
+  const watches = deps.watches ?? ((): boolean => true);
+  /** The records of `kind/ns/name` of a UID other than the live one, when that workload is this controller's to see. */
+  const stale = (kind: string, ns: string, name: string, liveUid: string | undefined): RestartRecord[] =>
+    (watches(ns) ? cache.of(kind, ns, name).filter((record) => record.workload.uid !== liveUid) : []);
   const collection = `/api/v1/namespaces/${namespace}/configmaps`;
   /** Our last write per UID, while the watch has not delivered it: the cache would say "differs" again. */
   const written = new Map<string, { readonly basedOn: string | undefined; readonly fields: RecordedFields }>();
@@ -89,7 +105,7 @@ export function createRecordStore(deps: {
 
   return {
     get: (uid) => cache.get(uid),
-    hasStale: (kind, ns, name, liveUid) => cache.of(kind, ns, name).some((record) => record.workload.uid !== liveUid),
+    hasStale: (kind, ns, name, liveUid) => stale(kind, ns, name, liveUid).length > 0,
     async write(workload, fields) {
       const cached = cache.get(workload.uid);
       if (recordHolds(cached, fields)) return;
@@ -107,8 +123,7 @@ export function createRecordStore(deps: {
       }
     },
     async forget(kind, ns, name, liveUid) {
-      for (const record of cache.of(kind, ns, name)) {
-        if (record.workload.uid === liveUid) continue;
+      for (const record of stale(kind, ns, name, liveUid)) {
         written.delete(record.workload.uid);
         try {
           await client.request('DELETE', `${collection}/${record.name}`, { body: { kind: 'DeleteOptions', apiVersion: 'v1', preconditions: { resourceVersion: record.resourceVersion } }, fence, timeoutMs });

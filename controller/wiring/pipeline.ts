@@ -71,7 +71,11 @@ export function createClusterPipeline(config: ControllerConfig, deps: PipelineDe
   const skew = new ClockSkew();
   const sampler = createSkewSampler(skew, { clock, log, maxClockSkew: config.maxClockSkew });
   const recordCache = new RecordCache();
-  const records = config.dryRun ? undefined : createRecordStore({ client, cache: recordCache, namespace: deps.recordNamespace, log, fence: deps.fence, timeoutMs: deps.writeTimeoutMs });
+  const records = config.dryRun ? undefined : createRecordStore({
+    client, cache: recordCache, namespace: deps.recordNamespace, log, fence: deps.fence, timeoutMs: deps.writeTimeoutMs,
+    // Another install may keep its records in the same namespace: only those of watched namespaces are ours.
+    watches: (namespace) => config.namespaces === undefined || config.namespaces.includes(namespace),
+  });
   // The limits and the writes: a refused write gives its restart's token back.
   const restartStarts = new TokenBucket({ ratePerSecond: config.restartRate, burst: config.restartBurst, clock });
   const writes = createClusterWrites({

@@ -75,12 +75,13 @@ function recordApi(cache: RecordCache, calls: string[]): KubeClient {
 }
 
 /** A StatefulSet `web` of 3 whose pods the API replaces on eviction; `replace()` is a kubectl replace of it. */
-function harness(options: { records: boolean }) {
+function harness(options: { records: boolean; debounceMs?: number }) {
   const clock = new FakeClock(START);
   const view = new ClusterView();
   const cache = new RecordCache();
   const recordCalls: string[] = [];
-  const records: RecordStore | undefined = options.records ? createRecordStore({ client: recordApi(cache, recordCalls), cache, namespace: 'driftless', log: pino({ enabled: false }), fence: unfenced(), timeoutMs: 5_000 }) : undefined;
+  const recordClient = recordApi(cache, recordCalls);
+  const records: RecordStore | undefined = options.records ? createRecordStore({ client: recordClient, cache, namespace: 'driftless', log: pino({ enabled: false }), fence: unfenced(), timeoutMs: 5_000, watches: (namespace) => namespace === 'prod' }) : undefined;
   const evicted: string[] = [];
   let version = 1;
   /** While set, the watch does not deliver the controller's applies (they wait here), as when it lags. */
@@ -112,7 +113,7 @@ function harness(options: { records: boolean }) {
   const make = (): Reconciler => new Reconciler({
     view, writes, events, clock, log: pino({ enabled: false }), inScope: () => true,
     ...(records === undefined ? {} : { records }),
-    options: { mode: 'annotated', defaultStrategy: 'evict', debounceMs: 0, checkIntervalMs: 500, maxConcurrentRestarts: 10, blockedWarningMs: 60_000 },
+    options: { mode: 'annotated', defaultStrategy: 'evict', debounceMs: options.debounceMs ?? 0, checkIntervalMs: 500, maxConcurrentRestarts: 10, blockedWarningMs: 60_000 },
   });
   const summary = workload('StatefulSet', 'web', { secrets: ['db'], annotations: { 'reloader.stakater.com/auto': 'true' }, spec: { replicas: 3 } });
   view.workloadChanged(undefined, summary);
@@ -152,7 +153,7 @@ function harness(options: { records: boolean }) {
     const previous = view.workload(key) as WorkloadSummary;
     view.workloadChanged(previous, { ...previous, resourceVersion: String(++version) });
   };
-  return { clock, view, cache, recordCalls, evicted, key, make, rotate, replace, settle, summary, holdWrites, deliverWrites, statusUpdate };
+  return { clock, view, cache, recordClient, recordCalls, evicted, key, make, rotate, replace, settle, summary, holdWrites, deliverWrites, statusUpdate };
 }
 
 test('kubectl replace in the middle of a restart: the annotations come back from the record and every old pod is replaced once', async () => {
@@ -236,4 +237,49 @@ test('records are written only when they differ, and forgotten with their worklo
   assert.equal(h.cache.get(h.summary.uid), undefined);
   assert.equal(h.cache.get('uid-new')?.restartedFor, '{"Secret/db":"v1:1"}', 'the new object is recorded at first sight');
   assert.deepEqual(h.evicted, []);
+});
+
+test('another install beside this one (same namespace, other namespaces watched) leaves its records alone: a Replace=true sync inside the debounce of a rotation still restarts', async () => {
+  const h = harness({ records: true, debounceMs: 2000 });
+  const reconciler = h.make();
+  await h.settle(reconciler);
+  // A second controller whose records share the namespace `driftless`, watching `team-b` only: its record watch
+  // shows it this install's records, and it reconciles their keys (that is how a deleted workload's record goes).
+  const theirs = new Reconciler({
+    view: new ClusterView(),
+    writes: { async applyOwnFields() {}, async patchRestartAt() {}, async evict() { return { outcome: 'evicted', message: '' }; } },
+    events: { async record() {} },
+    clock: h.clock,
+    log: pino({ enabled: false }),
+    inScope: () => true,
+    records: createRecordStore({ client: h.recordClient, cache: h.cache, namespace: 'driftless', log: pino({ enabled: false }), fence: unfenced(), timeoutMs: 5_000, watches: (namespace) => namespace === 'team-b' }),
+    options: { mode: 'annotated', defaultStrategy: 'evict', debounceMs: 2000, checkIntervalMs: 500, maxConcurrentRestarts: 10, blockedWarningMs: 60_000 },
+  });
+  await theirs.reconcile(h.key);
+  assert.equal(h.cache.get(h.summary.uid)?.restartedFor, '{"Secret/db":"v1:1"}', 'the idle workload\'s record is still there');
+  assert.deepEqual(h.recordCalls.filter((call) => call.startsWith('DELETE')), [], 'no record deleted by the other install');
+  // Idle a minute, then the rotation (seen: debounce), and the replace 200 ms later, inside the debounce.
+  h.clock.advance(60_000);
+  h.rotate();
+  assert.deepEqual(await reconciler.reconcile(h.key), { requeueAfterMs: 2000 });
+  h.clock.advance(200);
+  h.replace();
+  await h.settle(reconciler);
+  assert.deepEqual([...h.evicted].sort(), ['web-0', 'web-1', 'web-2'], 'every old pod replaced: the rotation was not taken for the baseline');
+});
+
+test('a record of a workload gone from a watched namespace is still deleted; one of an unwatched namespace is not', async () => {
+  const cache = new RecordCache();
+  const calls: string[] = [];
+  const store = createRecordStore({ client: recordApi(cache, calls), cache, namespace: 'driftless', log: pino({ enabled: false }), fence: unfenced(), timeoutMs: 5_000, watches: (namespace) => namespace === 'prod' });
+  for (const namespace of ['prod', 'team-b']) {
+    const target = workload('Deployment', 'api', { namespace, uid: `uid-${namespace}` });
+    await store.write(target, { restartedFor: '{}', restartAt: undefined });
+  }
+  assert.equal(store.hasStale('Deployment', 'prod', 'api', undefined), true, 'deleted from a watched namespace');
+  assert.equal(store.hasStale('Deployment', 'team-b', 'api', undefined), false, 'not ours to judge: another install\'s, or a namespace no longer watched');
+  await store.forget('Deployment', 'team-b', 'api', undefined);
+  await store.forget('Deployment', 'prod', 'api', undefined);
+  assert.deepEqual(calls.filter((call) => call.startsWith('DELETE')), [`DELETE /api/v1/namespaces/driftless/configmaps/${recordName('uid-prod')}`]);
+  assert.ok(cache.get('uid-team-b') !== undefined);
 });
