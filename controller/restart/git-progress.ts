@@ -81,7 +81,7 @@ export async function progressGit(git: GitProgress, key: string, workload: Workl
       }).then(() => git.deps.wake?.(key));
       return { result: { requeueAfterMs: options.checkIntervalMs } };
     }
-    case 'record':
+    case 'write-answer':
       await git.apply(workload, own(step.record));
       await announceAnswer(git, workload, restartAt, step.record, changed);
       return { result: { requeueAfterMs: options.checkIntervalMs } };

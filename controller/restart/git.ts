@@ -79,7 +79,7 @@ export type GitStep =
   /** Write `record` (pending), then submit `configs` for the workload's Application. */
   | { readonly kind: 'submit'; readonly record: WriteBackRecord; readonly configs: readonly ConfigDigest[] }
   /** Write `record` (the engine's answer: committed or failed), nothing else. */
-  | { readonly kind: 'record'; readonly record: WriteBackRecord }
+  | { readonly kind: 'write-answer'; readonly record: WriteBackRecord }
   /** Nothing to do now; `until`: when to look again at the latest. */
   | { readonly kind: 'wait'; readonly cause: 'write-back' | 'write-back-sync'; readonly reason: string; readonly until?: number }
   /**
@@ -130,7 +130,7 @@ export function gitStep(input: GitStepInput): GitStep {
   const result = answer?.result;
   if (result?.status === 'committed' || result?.status === 'unchanged') {
     return {
-      kind: 'record',
+      kind: 'write-answer',
       record: { ...record, state: 'committed', at: result.at, repo: result.repo, branch: result.branch, ...(result.status === 'committed' ? { sha: result.sha } : {}), error: undefined },
     };
   }
@@ -139,7 +139,7 @@ export function gitStep(input: GitStepInput): GitStep {
   if (result?.status === 'failed') {
     if (timedOut) return fallBack(input, record, 'timeout', `the write-back kept failing for ${seconds(now - record.since)} (--write-back-fallback-after): ${result.error.message}`);
     if (record.state !== 'failed' || record.error !== result.error.kind || record.at !== result.at) {
-      return { kind: 'record', record: { ...record, state: 'failed', at: result.at, error: result.error.kind } };
+      return { kind: 'write-answer', record: { ...record, state: 'failed', at: result.at, error: result.error.kind } };
     }
   }
   if (record.state === 'failed') {

@@ -86,7 +86,7 @@ describe('gitStep', () => {
     git.jobs[0]?.finish({ sha: '0123456789abcdef0123' });
     await submitted;
     const recorded = gitStep(input(wb, clock, record));
-    assert.ok(recorded.kind === 'record');
+    assert.ok(recorded.kind === 'write-answer');
     record = recorded.record;
     assert.equal(record.state, 'committed');
     assert.equal(record.sha, '0123456789abcdef0123');
@@ -139,7 +139,7 @@ describe('gitStep', () => {
     git.jobs[0]?.finish(new WriteBackError('rejected', 'https://git.example/shop.git', 'push', 'protected branch'));
     await submitted;
     const failed = gitStep(input(wb, clock, record));
-    assert.ok(failed.kind === 'record');
+    assert.ok(failed.kind === 'write-answer');
     record = failed.record;
     assert.equal(record.state, 'failed');
     assert.equal(record.error, 'rejected');
@@ -155,7 +155,7 @@ describe('gitStep', () => {
     git.jobs[1]?.finish(new WriteBackError('auth', 'https://git.example/shop.git', 'push', 'authentication failed'));
     await submitted;
     const second = gitStep(input(wb, clock, record));
-    assert.ok(second.kind === 'record');
+    assert.ok(second.kind === 'write-answer');
     record = second.record;
     assert.equal(record.error, 'auth');
     await clock.advanceAsync(600_000 - (clock.now() - T));
