@@ -101,11 +101,6 @@ export class Reconciler {
     return this.#memory.inProgressCount;
   }
 
-  /** The pod watch has shown the pod deleted. */
-  podGone(uid: string): void {
-    this.#memory.podGone(uid);
-  }
-
   /** One reconcile of one workload: observe, decide, admit, write T, then one step of the restart. */
   async reconcile(key: string): Promise<ProcessResult> {
     const workload = await this.#observe(key);
@@ -268,7 +263,7 @@ export class Reconciler {
     if (evictionsReported(this.#writes, key, strategy, restartAt)) return undefined;
     const input: RestartInput = {
       workload,
-      pods: view.podsOf(workload).map((pod) => this.#memory.withEviction(pod, now)),
+      pods: view.podsOf(workload).map((pod) => this.#memory.withEviction(key, pod, now)),
       restartAt,
       strategy,
       // T and the pods' creation and Ready times are the API server's: the step compares them with its clock.

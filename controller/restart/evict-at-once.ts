@@ -33,7 +33,7 @@ export async function evictAtOnce(context: Ending & { readonly writes: UnseenWri
   for (const pod of pods) {
     if (!isStalePod(pod, target.restartAt)) continue;
     await context.writes.evict(pod);
-    context.memory.markEvicted(pod.uid, target.now);
+    context.memory.markEvicted(target.key, pod.uid, target.now);
   }
   context.writes.markEvictionsReported(target.key, target.restartAt);
   return finishRestart(context, target.key, target.workload, target.restartAt);

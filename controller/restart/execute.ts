@@ -107,7 +107,7 @@ async function evict(execution: Execution, target: StepTarget, pods: Extract<Res
     const { outcome, message } = await writes.evict(pod);
     deps.metrics?.evictions.inc({ namespace: pod.namespace, outcome });
     if (outcome === 'evicted' || outcome === 'gone') {
-      memory.markEvicted(pod.uid, now);
+      memory.markEvicted(key, pod.uid, now);
       memory.clearBlocked(key);
       deps.log.info({ workload: key, pod: pod.name }, 'evicted');
       continue;

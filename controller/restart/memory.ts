@@ -28,8 +28,12 @@ export class RestartMemory {
   readonly #inProgress = new Set<string>();
   /** When evictions of a workload were first refused, while they still are. */
   readonly #blockedSince = new Map<string, number>();
-  /** Pods evicted by us whose deletion the pod watch has not shown yet: never evicted twice. */
-  readonly #evictedPods = new Map<string, number>();
+  /**
+   * Per restart in progress, the pods we evicted and when: until the watch shows a pod deleting, it counts as
+   * being deleted, so it is never evicted twice. Kept per workload and dropped when its restart ends (by then
+   * the cache shows every pod it evicted gone), so no pod event has to reach in here.
+   */
+  readonly #evictedPods = new Map<string, Map<string, number>>();
   /** Per restart in progress: what its pods looked like when they last moved. */
   readonly #lastMoved = new Map<string, ProgressMark>();
   /** Restarts halted by the progress deadline and their pods then: no slot; pods that move resume them. */
@@ -69,8 +73,8 @@ export class RestartMemory {
   actingCount(): number {
     let idle = 0;
     for (const key of this.#inProgress) {
-      if (this.#blockedSince.has(key) || this.#windowHoldsAnnounced.has(key)) idle++;
-      if (this.#throughGit.has(key)) idle++;
+      // Each restart counts once, however many of the reasons hold for it.
+      if (this.#blockedSince.has(key) || this.#windowHoldsAnnounced.has(key) || this.#throughGit.has(key)) idle++;
     }
     return this.#inProgress.size - idle;
   }
@@ -87,22 +91,20 @@ export class RestartMemory {
     this.#blockedSince.delete(key);
   }
 
-  /** We evicted the pod at `now` (or, under `--dry-run`, said we would). */
-  markEvicted(uid: string, now: number): void {
-    this.#evictedPods.set(uid, now);
+  /** We evicted the workload's pod at `now` (or, under `--dry-run`, said we would). */
+  markEvicted(key: string, uid: string, now: number): void {
+    const pods = this.#evictedPods.get(key) ?? new Map<string, number>();
+    pods.set(uid, now);
+    this.#evictedPods.set(key, pods);
   }
 
-  /** The pod watch has shown the pod deleted. */
-  podGone(uid: string): void {
-    this.#evictedPods.delete(uid);
-  }
-
-  /** The pod as far as we know: one we evicted counts as being deleted until the watch says so. */
-  withEviction(pod: PodSummary, now: number): PodSummary {
-    const at = this.#evictedPods.get(pod.uid);
-    if (at === undefined) return pod;
+  /** The workload's pod as far as we know: one we evicted counts as being deleted until the watch says so. */
+  withEviction(key: string, pod: PodSummary, now: number): PodSummary {
+    const pods = this.#evictedPods.get(key);
+    const at = pods?.get(pod.uid);
+    if (pods === undefined || at === undefined) return pod;
     if (now - at > EVICTED_MEMORY_MS) {
-      this.#evictedPods.delete(pod.uid);
+      pods.delete(pod.uid);
       return pod;
     }
     return pod.deleting ? pod : { ...pod, deleting: true };
@@ -161,6 +163,7 @@ export class RestartMemory {
   /** Ends the workload's restart in progress (finished, halted, stalled, or not one any more); true when there was one. */
   finish(key: string): boolean {
     this.#blockedSince.delete(key);
+    this.#evictedPods.delete(key);
     this.#syncWaitsAnnounced.delete(key);
     this.#windowHoldsAnnounced.delete(key);
     this.#throughGit.delete(key);

@@ -48,12 +48,8 @@ export interface WatchTargets {
   readonly namespaceLabels: Map<string, Readonly<Record<string, string>>>;
   /** Fresh writes are samples of the API server's clock (ADR 0007). */
   readonly skew: SkewSampler;
-  /** The reconciler's memory of restarts in progress: a pod event matters only to one. */
-  readonly restarts: {
-    isRestarting(key: string): boolean;
-    /** A pod's deletion was seen: the reconciler forgets that it evicted it. */
-    podGone(uid: string): void;
-  };
+  /** Whether a workload has a restart in progress: a pod event matters only to one. Handlers only ask; they never write. */
+  readonly restarts: { isRestarting(key: string): boolean };
   readonly clock: Clock;
   readonly hashKey: HashKey | undefined;
 }
@@ -149,7 +145,6 @@ function namespaceWatches(settings: WatchSettings, namespace: string | undefined
         const key = view.podChanged(previous, next);
         // A pod the API server just created (old pods of a first list only give larger samples, never a lower bound).
         if (previous === undefined && next !== undefined) skew.observe(next.createdAt);
-        if (next === undefined && previous !== undefined) restarts.podGone(previous.uid);
         // Pod events only matter to a restart in progress: they pace the next eviction.
         return key !== undefined && restarts.isRestarting(key) ? [key] : [];
       },

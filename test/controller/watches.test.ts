@@ -25,14 +25,14 @@ function configOf(argv: readonly string[]): ControllerConfig {
   return config;
 }
 
-function targets(restarting: ReadonlySet<string> = new Set(), gone: string[] = []): WatchTargets & { view: ClusterView } {
+function targets(restarting: ReadonlySet<string> = new Set()): WatchTargets & { view: ClusterView } {
   const clock = new FakeClock(1_000_000);
   return {
     view: new ClusterView(),
     recordCache: new RecordCache(),
     namespaceLabels: new Map(),
     skew: createSkewSampler(new ClockSkew(), { clock, log: pino({ level: 'silent' }), maxClockSkew: { ms: 5000, text: '5s' } }),
-    restarts: { isRestarting: (key) => restarting.has(key), podGone: (uid) => gone.push(uid) },
+    restarts: { isRestarting: (key) => restarting.has(key) },
     clock,
     hashKey: undefined,
   };
@@ -61,10 +61,9 @@ test('the records first, then every namespace\'s watches in order; the optional 
   assert.ok(everything.filter((w) => w.resource.group === 'argoproj.io' && w.resource.plural !== 'rollouts').every((w) => w.offWhenForbidden === true));
 });
 
-test('a workload change returns its key; a pod change returns its workload\'s key only while it restarts, and a deletion reaches the reconciler', () => {
+test('a workload change returns its key; a pod change (a deletion too) returns its workload\'s key only while it restarts', () => {
   const restarting = new Set<string>();
-  const gone: string[] = [];
-  const t = targets(restarting, gone);
+  const t = targets(restarting);
   const table = watchTable(configOf(['--namespaces=prod']), 'home', t);
   const byPlural = (plural: string): AnyWatch => table.find((w) => w.resource.plural === plural && w.namespace === 'prod') ?? assert.fail(plural);
   const statefulSets = byPlural('statefulsets');
@@ -77,7 +76,6 @@ test('a workload change returns its key; a pod change returns its workload\'s ke
   assert.equal(t.view.podCount, 1, 'but the cache has the pod');
   restarting.add('StatefulSet/prod/web');
   assert.deepEqual([...pods.keys(pod, undefined)], ['StatefulSet/prod/web']);
-  assert.deepEqual(gone, ['pod-1']);
   assert.equal(t.view.podCount, 0);
 });
 
