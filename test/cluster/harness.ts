@@ -65,6 +65,8 @@ export interface Cluster {
   readonly server: string;
   /** PEM of the certificate authority for the API server's serving certificate. */
   readonly ca: string;
+  /** `http://127.0.0.1:<port>`: etcd's client URL, for tests that act on the store itself (a compaction). */
+  readonly etcdUrl: string;
   /** Client with admin rights. */
   readonly admin: ApiClient;
   /** Temp dir holding state, certificates and `logs/`. */
@@ -423,6 +425,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
       kubeconfig,
       kubeconfigPath,
       server: credentials.server,
+      etcdUrl,
       ca,
       admin,
       stateDir,

@@ -1,5 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { HASH_ANNOTATION, type HashKey } from '../../core/index.ts';
 import {
   TRACKING_ID_ANNOTATION,
@@ -57,6 +59,52 @@ test('reduceConfig: equal content gives equal digests, different content or key 
   assert.notEqual(digest({ password: 'a' }, KEY), digest({ password: 'a' }, OTHER_KEY));
   assert.notEqual(digest({ password: 'a' }, KEY), digest({ password: 'a' }, undefined));
   assert.equal(digest({ password: 'a' }, OTHER_KEY), digest({ password: 'a' }, OTHER_KEY));
+});
+
+/** The largest payload the API server accepts in one Secret or ConfigMap (core validation's MaxSecretSize). */
+const MAX_DATA_BYTES = 1024 * 1024;
+
+/** A list item as the reflector gets it: parsed from the API server's JSON, nothing shared with another. */
+function parsedConfig(index: number, data: Record<string, string>): unknown {
+  return JSON.parse(JSON.stringify({ metadata: { name: `c${index}`, namespace: 'prod', uid: `u${index}`, resourceVersion: String(index) }, data }));
+}
+
+function bigSecretData(index: number): Record<string, string> {
+  return { blob: Buffer.alloc(MAX_DATA_BYTES - 4, 65 + (index % 26)).toString('base64') };
+}
+
+function manyKeysData(index: number): Record<string, string> {
+  const data: Record<string, string> = {};
+  for (let key = 0; key < 5000; key++) data[`key-${String(key).padStart(4, '0')}`] = `value-${index}-${key}`.padEnd(100, '.');
+  return data;
+}
+
+test('reduceConfig keeps no more of a 1 MiB Secret or a ConfigMap of 5,000 keys than of a small one', () => {
+  const small = reduceConfig('Secret', parsedConfig(0, { password: Buffer.from('a').toString('base64') }), undefined, context());
+  const big = reduceConfig('Secret', parsedConfig(0, bigSecretData(0)), undefined, context());
+  const many = reduceConfig('ConfigMap', parsedConfig(0, manyKeysData(0)), undefined, context());
+  // Same fields, same sizes: a digest of 67 characters stands for the payload, whatever its size.
+  assert.equal(JSON.stringify(big).length, JSON.stringify(small).length);
+  assert.ok(JSON.stringify(many).length < 256, `a ConfigMap summary of ${JSON.stringify(many).length} characters`);
+  assert.match(big.digest, /^v1:[0-9a-f]{64}$/);
+  assert.notEqual(reduceConfig('Secret', parsedConfig(0, bigSecretData(1)), undefined, context()).digest, big.digest);
+});
+
+test('reduceConfig summaries of 1 MiB Secrets hold no reference into the raw object', () => {
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as () => void;
+  // Measured on Node 24: about 2.5 KB a summary for a 1 MiB Secret, a 5,000-key ConfigMap and an
+  // 8-byte Secret alike. A summary that kept a value (or a slice of its string) would keep its 1.4 MB.
+  const count = 16;
+  for (let index = 0; index < 2; index++) reduceConfig('Secret', parsedConfig(100 + index, bigSecretData(index)), undefined, context());
+  gc();
+  const before = process.memoryUsage().heapUsed;
+  const kept = [];
+  for (let index = 0; index < count; index++) kept.push(reduceConfig('Secret', parsedConfig(index, bigSecretData(index)), undefined, context()));
+  for (let index = 0; index < count; index++) kept.push(reduceConfig('ConfigMap', parsedConfig(index, manyKeysData(index)), undefined, context()));
+  gc();
+  const perSummary = (process.memoryUsage().heapUsed - before) / kept.length;
+  assert.ok(perSummary < 64 * 1024, `${Math.round(perSummary)} bytes retained per summary`);
 });
 
 test('reduceConfig keeps seenAt across metadata-only updates and restamps it on a content change', () => {

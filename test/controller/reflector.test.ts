@@ -137,6 +137,34 @@ test('a paged list fills the store, marks synced, then watches from the list’s
   await reflector.stop();
 });
 
+test('a 410 on a later page (the continue token expired) lists again from the first page, and only that list syncs', async () => {
+  const expired = new KubeApiError('GET', '/api/v1/namespaces/prod/configmaps', 410, 'Expired', 'The provided continue parameter is too old to display a consistent list result.');
+  const client = new ScriptedClient([
+    { items: [cm('a', '1'), cm('b', '2')], continue: 'page-2', resourceVersion: '10' },
+    expired,
+    // Meanwhile a changed and b was deleted; d is new.
+    { items: [cm('a', '12', 'a2'), cm('c', '3')], continue: 'page-2-again', resourceVersion: '20' },
+    { items: [cm('d', '18')], resourceVersion: '20' },
+  ], []);
+  const { reflector, changes } = start(client);
+  await reflector.whenSynced();
+  assert.deepEqual(client.lists.map((query) => query['continue']), [undefined, 'page-2', undefined, 'page-2-again'], 'the relist starts without a continue token');
+  assert.deepEqual([...reflector.store.keys()].sort(), ['prod/a', 'prod/c', 'prod/d'], 'the whole set of the complete list, nothing of the cut-short one left over');
+  assert.equal(reflector.store.get('prod/a')?.value, 'a2');
+  assert.equal(reflector.stats.errors, 0, 'an expired token is routine, not an error');
+  assert.deepEqual(changes, [
+    ['prod/a', undefined, 'a'],
+    ['prod/b', undefined, 'b'],
+    ['prod/a', 'a', 'a2'],
+    ['prod/c', undefined, 'c'],
+    ['prod/d', undefined, 'd'],
+    ['prod/b', 'b', undefined],
+  ]);
+  await until('the watch', () => client.watches.length === 1);
+  assert.equal(client.watches[0]?.['resourceVersion'], '20', 'watched from the complete list, not the cut-short one');
+  await reflector.stop();
+});
+
 test('a 410 on the watch relists; the relist removes vanished objects and skips unchanged ones', async () => {
   const client = new ScriptedClient([
     { items: [cm('a', '1'), cm('b', '2')], resourceVersion: '10' },
