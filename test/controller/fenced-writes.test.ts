@@ -7,10 +7,9 @@
  */
 import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { KubeConfig } from '@kubernetes/client-node';
-import { createKubeClient, type KubeClient } from '../../controller/kube/client.ts';
+import type { KubeClient } from '../../controller/kube/client.ts';
+import { loopbackClient } from './support/loopback-client.ts';
 import { KubeApiError, KubeTransportError } from '../../controller/kube/errors.ts';
 import { FencedError, type Fence } from '../../controller/kube/fence.ts';
 import { createWrites, reportRejectedWrites, type RejectedWrite } from '../../controller/kube/writes.ts';
@@ -27,15 +26,7 @@ const server = createServer((request, response) => {
 let client: KubeClient;
 
 before(async () => {
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const config = new KubeConfig();
-  config.loadFromOptions({
-    clusters: [{ name: 'local', server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, skipTLSVerify: true }],
-    users: [{ name: 'nobody' }],
-    contexts: [{ name: 'local', cluster: 'local', user: 'nobody' }],
-    currentContext: 'local',
-  });
-  client = createKubeClient(config, { take: () => Promise.resolve() }, undefined, { requestTimeoutMs: 2000 });
+  client = await loopbackClient(server, { requestTimeoutMs: 2000 });
 });
 after(async () => {
   await client.close();

@@ -5,10 +5,9 @@
  */
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { after, before, it } from 'node:test';
-import { KubeConfig } from '@kubernetes/client-node';
-import { createKubeClient, type KubeClient } from '../../controller/kube/client.ts';
+import type { KubeClient } from '../../controller/kube/client.ts';
+import { loopbackClient } from './support/loopback-client.ts';
 
 const CHUNK = 16 * 1024;
 let body: Buffer = Buffer.alloc(0);
@@ -24,15 +23,7 @@ const server = createServer((_request, response) => {
 let client: KubeClient;
 
 before(async () => {
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const config = new KubeConfig();
-  config.loadFromOptions({
-    clusters: [{ name: 'local', server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, skipTLSVerify: true }],
-    users: [{ name: 'nobody' }],
-    contexts: [{ name: 'local', cluster: 'local', user: 'nobody' }],
-    currentContext: 'local',
-  });
-  client = createKubeClient(config, { take: () => Promise.resolve() });
+  client = await loopbackClient(server);
 });
 after(async () => {
   await client.close();
