@@ -7,7 +7,11 @@
  * - the list is paged (`limit`/`continue`), and each page is reduced and
  *   dropped before the next is fetched, so a namespace of 64 KiB Secrets costs
  *   no more memory than one of 1 KiB Secrets;
- * - 410 Gone (on the watch, or on an expired continue token) → relist;
+ * - 410 Gone (on the watch, or on an expired continue token) → relist; a
+ *   paged list cut short twice in a row (the collection takes longer to list
+ *   than the server keeps continue tokens) is listed again after a backoff
+ *   and unpaged, as client-go's pager falls back to a full list, so it cannot
+ *   expire a third time;
  * - any other error, a 404 for an API that is not installed (yet), or a
  *   stream that says nothing for `silenceMs` → backoff, then watch again from
  *   the last resourceVersion;
@@ -93,6 +97,8 @@ export interface ReflectorStats {
   errors: number;
   /** Watches that ended at once with no event (each followed by a backoff). */
   shortWatches: number;
+  /** Paged lists cut short by an expired continue token (410). */
+  cutShortLists: number;
 }
 
 /** The `namespace/name` key of a raw object. */
@@ -121,7 +127,7 @@ interface WatchEvent {
 /** One collection, listed and watched until `stop()`. */
 export class Reflector<S> {
   readonly spec: ReflectorSpec<S>;
-  readonly stats: ReflectorStats = { lists: 0, watches: 0, errors: 0, shortWatches: 0 };
+  readonly stats: ReflectorStats = { lists: 0, watches: 0, errors: 0, shortWatches: 0, cutShortLists: 0 };
   readonly #store = new Map<string, S>();
   readonly #client: KubeClient;
   readonly #timing: ReflectorTiming;
@@ -138,6 +144,8 @@ export class Reflector<S> {
   #loop: Promise<void> | undefined;
   /** The next page's `limit`, adapted to the bytes per object seen so far (at most `spec.pageSize`). */
   #pageLimit: number;
+  /** The next list is unpaged: paged ones were cut short twice in a row. */
+  #unpaged = false;
   readonly #syncWaiters: (() => void)[] = [];
 
   constructor(spec: ReflectorSpec<S>, deps: { client: KubeClient; timing: ReflectorTiming; clock: Clock; log: Logger; onChange: ChangeHandler<S>; hooks?: ReflectorHooks }) {
@@ -237,13 +245,19 @@ export class Reflector<S> {
   async #run(): Promise<void> {
     const signal = this.#stopping.signal;
     let failures = 0;
+    let cutShortInARow = 0;
+    let listing = false;
     // Jittered (±10%), so that hundreds of reflectors do not relist in the same second.
     const resyncDelay = (): number => (this.#timing.relistMs > 0 ? this.#timing.relistMs * (0.9 + Math.random() * 0.2) : Infinity);
     let nextResync = this.#clock.now() + resyncDelay();
     while (!signal.aborted) {
       try {
         if (this.#resourceVersion === '' || this.#clock.now() >= nextResync) {
+          listing = true;
           await this.#list(signal);
+          listing = false;
+          cutShortInARow = 0;
+          this.#unpaged = false;
           nextResync = this.#clock.now() + resyncDelay();
           this.#absent = false;
           this.#markSynced(true);
@@ -260,10 +274,13 @@ export class Reflector<S> {
       } catch (error) {
         if (signal.aborted) break;
         if (isGone(error)) {
-          this.#log.debug('resourceVersion expired (410); relisting');
           this.#resourceVersion = '';
+          if (listing) await this.#afterCutShortList(++cutShortInARow, signal);
+          else this.#log.debug('the watch\'s resourceVersion expired (410); listing again');
+          listing = false;
           continue;
         }
+        listing = false;
         this.stats.errors++;
         failures++;
         if (this.spec.offWhenForbidden === true && isForbidden(error) && this.#resourceVersion === '') {
@@ -289,6 +306,22 @@ export class Reflector<S> {
     }
   }
 
+  /**
+   * A paged list was cut short by an expired continue token: the first time it is listed again at once; the
+   * second time in a row, paging this collection outlasts the server's continue tokens, so the next list waits
+   * a backoff and is unpaged (client-go's pager falls back to a full list the same way), which cannot expire.
+   */
+  async #afterCutShortList(inARow: number, signal: AbortSignal): Promise<void> {
+    this.stats.cutShortLists++;
+    if (inARow === 1) {
+      this.#log.info('a paged list was cut short: its continue token expired (410); listing again from the first page');
+      return;
+    }
+    this.#unpaged = true;
+    this.#log.warn({ attempt: inARow }, 'a paged list was cut short again (410); listing unpaged after a backoff');
+    await sleep(this.#clock, this.#backoff(inARow - 1), signal);
+  }
+
   /** The delay before the n-th attempt in a row after a failure (or a short watch): base·2^(n−1), capped. */
   #backoff(failures: number): number {
     return Math.min(this.#timing.backoffMaxMs, this.#timing.backoffBaseMs * 2 ** Math.min(failures - 1, 20));
@@ -307,7 +340,7 @@ export class Reflector<S> {
     let resourceVersion = '';
     do {
       let bytes = 0;
-      const limit = this.#pageLimit;
+      const limit = this.#unpaged ? undefined : this.#pageLimit;
       const page = await this.#client.request<ListPage>('GET', this.spec.path, {
         query: this.#query({ limit, continue: continueToken }),
         signal,

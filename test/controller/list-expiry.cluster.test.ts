@@ -106,7 +106,7 @@ fixture.test('a LIST whose continue token expires between pages is restarted fro
     const now = (await read(api, `${COLLECTIONS.Deployment(namespace)}/app`)).metadata?.annotations?.['driftless.dev/restarted-for'];
     assert.notEqual(now, recorded, 'the rotated digest is recorded');
     // How: the reflector of Secrets took the 410 for what it is and listed again from the start.
-    await controller.waitForLog('the relist after the 410', (line) => line.msg === 'resourceVersion expired (410); relisting' && line['reflector'] === `secrets in ${namespace}`);
+    await controller.waitForLog('the relist after the 410', (line) => line.msg === 'a paged list was cut short: its continue token expired (410); listing again from the first page' && line['reflector'] === `secrets in ${namespace}`);
   } finally {
     await controller.stop();
     await proxy.close();

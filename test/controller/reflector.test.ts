@@ -165,6 +165,34 @@ test('a 410 on a later page (the continue token expired) lists again from the fi
   await reflector.stop();
 });
 
+test('a paged list cut short twice in a row is listed again unpaged after a backoff, and paging comes back after it', async () => {
+  const expired = (): Error => new KubeApiError('GET', '/api/v1/namespaces/prod/configmaps', 410, 'Expired', 'The provided continue parameter is too old to display a consistent list result.');
+  const client = new ScriptedClient([
+    { items: [cm('a', '1'), cm('b', '2')], continue: 'page-2', resourceVersion: '10' },
+    expired(),
+    { items: [cm('a', '1'), cm('b', '2')], continue: 'page-2-again', resourceVersion: '20' },
+    expired(),
+    // The unpaged list: every object in one answer.
+    { items: [cm('a', '1'), cm('b', '2'), cm('c', '3')], resourceVersion: '30' },
+    // After a 410 on the watch, the next list is paged again.
+    { items: [cm('a', '1'), cm('b', '2')], resourceVersion: '40' },
+  ], [{ lines: [{ type: 'ERROR', object: { kind: 'Status', code: 410, reason: 'Expired', message: 'too old resource version' } }], end: 'close' }]);
+  const { reflector, clock } = start(client);
+  await until('the second cut-short list', () => client.lists.length === 4);
+  await settle();
+  assert.equal(client.lists.length, 4, 'no third list before the backoff');
+  assert.equal(reflector.synced, false, 'nothing is synced from a cut-short list');
+  clock.advance(TIMING.backoffBaseMs);
+  await reflector.whenSynced();
+  assert.deepEqual(client.lists.map((query) => [query['limit'], query['continue']]), [[2, undefined], [2, 'page-2'], [2, undefined], [2, 'page-2-again'], [undefined, undefined]], 'the list after the backoff is unpaged');
+  assert.equal(reflector.stats.cutShortLists, 2);
+  assert.equal(reflector.stats.errors, 0, 'an expired token is routine, not an error');
+  assert.deepEqual([...reflector.store.keys()].sort(), ['prod/a', 'prod/b', 'prod/c']);
+  await until('the list after the watch\'s 410', () => client.lists.length === 6);
+  assert.equal(client.lists[5]?.['limit'], 2, 'a complete list ends the fallback: paging again');
+  await reflector.stop();
+});
+
 test('a 410 on the watch relists; the relist removes vanished objects and skips unchanged ones', async () => {
   const client = new ScriptedClient([
     { items: [cm('a', '1'), cm('b', '2')], resourceVersion: '10' },
