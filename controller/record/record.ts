@@ -13,7 +13,7 @@ import type { WorkloadKindName, WorkloadSummary } from '../model.ts';
 export const RECORD_LABEL = 'driftless.dev/record';
 
 /** True for a raw object carrying the record label (a record, or one made to look like it). */
-export function isRecord(raw: unknown): boolean {
+export function isRestartRecord(raw: unknown): boolean {
   const labels = (raw as { metadata?: { labels?: Record<string, unknown> } } | undefined)?.metadata?.labels;
   return labels !== undefined && labels !== null && Object.hasOwn(labels, RECORD_LABEL);
 }

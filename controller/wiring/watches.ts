@@ -14,7 +14,7 @@ import type { Clock } from '../clock.ts';
 import type { ControllerConfig } from '../config/model.ts';
 import { OTHER_RESOURCES, WORKLOAD_RESOURCES, type ResourceSpec } from '../kube/resources.ts';
 import type { ConfigSummary, WorkloadKindName } from '../model.ts';
-import { RECORD_LABEL, isRecord, reduceRecord } from '../record/record.ts';
+import { RECORD_LABEL, isRestartRecord, reduceRecord } from '../record/record.ts';
 import type { RecordCache } from '../record/store.ts';
 import type { SkewSampler } from './skew-sampler.ts';
 
@@ -112,7 +112,7 @@ function namespaceWatches(settings: WatchSettings, namespace: string | undefined
     labelSelector: settings.resourceLabelSelector?.text,
     fieldSelector: kind === 'Secret' ? HELM_RELEASE_FIELD_SELECTOR : undefined,
     // The restart records are the controller's own, never a config a workload could select.
-    reduce: (raw, previous) => (kind === 'ConfigMap' && isRecord(raw) ? undefined : reduceConfig(kind, raw, previous, { key: hashKey, tracking, now: clock.now() })),
+    reduce: (raw, previous) => (kind === 'ConfigMap' && isRestartRecord(raw) ? undefined : reduceConfig(kind, raw, previous, { key: hashKey, tracking, now: clock.now() })),
     keys: (previous, next) => {
       // A content change the watch delivers now: its write time is a fresh sample of the API server's clock.
       if (previous !== undefined && next?.changedAt !== undefined && next.changedAt !== previous.changedAt) skew.observe(next.changedAt);

@@ -18,7 +18,7 @@ import { unfenced } from '../../controller/kube/fence.ts';
 import type { Writes } from '../../controller/kube/writes.ts';
 import type { PodSummary, WorkloadSummary } from '../../controller/model.ts';
 import { Reconciler } from '../../controller/reconciler.ts';
-import { isRecord, recordHolds, recordManifest, recordName, reduceRecord, type RestartRecord } from '../../controller/record/record.ts';
+import { isRestartRecord, recordHolds, recordManifest, recordName, reduceRecord, type RestartRecord } from '../../controller/record/record.ts';
 import { RecordCache, createRecordStore, type RecordStore } from '../../controller/record/store.ts';
 import { config, workload } from './support/summaries.ts';
 
@@ -33,9 +33,9 @@ test('reduceRecord reads back what recordManifest writes, and nothing that is no
   assert.equal(reduceRecord({ metadata: { name: 'driftless-record-u-2' }, data: { ...(manifest['data'] as object) } }), undefined, 'a name that is not its UID\'s');
   assert.equal(reduceRecord({ metadata: { name: recordName('u-1') }, data: { kind: 'Pod', namespace: 'prod', name: 'x', uid: 'u-1', restartedFor: '{}' } }), undefined);
   assert.equal(reduceRecord({ metadata: { name: recordName('u-1') } }), undefined);
-  assert.equal(isRecord(manifest), true, 'the config watch drops records: no workload can select one');
-  assert.equal(isRecord({ metadata: { name: 'app', labels: { app: 'x' } } }), false);
-  assert.equal(isRecord({}), false);
+  assert.equal(isRestartRecord(manifest), true, 'the config watch drops records: no workload can select one');
+  assert.equal(isRestartRecord({ metadata: { name: 'app', labels: { app: 'x' } } }), false);
+  assert.equal(isRestartRecord({}), false);
   // The git strategy's record rides along (ADR 0016): a Replace=true sync of its own commit must not lose it.
   const withWriteBack = recordManifest(target, { restartedFor: '{}', restartAt: '2026-01-01T00:00:01Z', writeBack: '{"state":"committed"}' }, 'driftless');
   const read = reduceRecord(withWriteBack);
