@@ -42,6 +42,22 @@ export interface LeaderElectionOptions {
   readonly leaseDurationMs: number;
   readonly renewDeadlineMs: number;
   readonly retryPeriodMs: number;
+  /**
+   * The Lease's record as the caller already saw it, and when (monotonic): a candidate that has been watching
+   * a Lease can take it as soon as it expired, instead of a full lease duration after its own first look.
+   */
+  readonly observed?: LeaseObservation;
+}
+
+/** A Lease record (holder and renew time) and the monotonic instant it was first seen. */
+export interface LeaseObservation {
+  readonly record: string;
+  readonly at: number;
+}
+
+/** The part of a Lease whose change proves its holder alive: the holder and its renew time. */
+export function leaseRecord(spec: { readonly holderIdentity?: string; readonly renewTime?: string } | undefined): string {
+  return `${spec?.holderIdentity ?? ''}\0${spec?.renewTime ?? ''}`;
 }
 
 interface LeaseSpec {
@@ -82,7 +98,7 @@ export class LeaderElector implements Fence {
   #lossTimer: Timer | undefined;
   #callbacks: { onStartedLeading(): void; onStoppedLeading(): void } | undefined;
   /** The Lease record last seen, and when (monotonic), for the expiry of another holder's lease. */
-  #observed: { record: string; at: number } | undefined;
+  #observed: LeaseObservation | undefined;
   #loop: Promise<void> | undefined;
 
   constructor(client: KubeClient, options: LeaderElectionOptions, clock: Clock, log: Logger) {
@@ -90,6 +106,7 @@ export class LeaderElector implements Fence {
     this.#options = options;
     this.#clock = clock;
     this.#log = log.child({ lease: `${options.namespace}/${options.name}`, identity: options.identity });
+    this.#observed = options.observed;
   }
 
   /** True while this replica holds the Lease and can prove it (its last renewal began within the renew deadline). */
@@ -224,7 +241,7 @@ export class LeaderElector implements Fence {
     }
     const spec = current.spec ?? {};
     const holder = spec.holderIdentity ?? '';
-    const record = `${holder}\0${spec.renewTime ?? ''}`;
+    const record = leaseRecord(spec);
     // Seen when the answer arrived, not when it was asked for: a slow GET must not age another holder's renewal.
     if (this.#observed?.record !== record) this.#observed = { record, at: this.#clock.monotonic() };
     // A leader that sees another holder has lost, whatever that holder's expiry: someone took the Lease.

@@ -26,7 +26,7 @@ import type { Logger } from 'pino';
 import { sleep, type Clock } from '../clock.ts';
 import type { KubeClient } from '../kube/client.ts';
 import type { Fence } from '../kube/fence.ts';
-import { LeaderElector } from '../leader.ts';
+import { LeaderElector, leaseRecord } from '../leader.ts';
 import { assignClusters, type Assignable } from './assign.ts';
 
 /** Where the Leases live and how they are timed (the flags of the leader election). */
@@ -84,8 +84,9 @@ export class ShardCoordinator {
   readonly #clock: Clock;
   readonly #log: Logger;
   readonly #stopping = new AbortController();
-  readonly #member: LeaderElector;
-  /** Member Lease records last seen, and when (monotonic). */
+  /** This replica's member Lease: a new elector after each loss (an elector is single-use). */
+  #member: LeaderElector | undefined;
+  /** Every Lease of ours (members and clusters) as last seen, and since when (monotonic). */
   readonly #seen = new Map<string, { record: string; holder: string; durationMs: number; at: number }>();
   readonly #campaigns = new Map<string, Campaign>();
   #clusters: readonly Assignable[] = [];
@@ -97,7 +98,6 @@ export class ShardCoordinator {
     this.#options = options;
     this.#clock = clock;
     this.#log = log.child({ shardIdentity: options.identity });
-    this.#member = new LeaderElector(client, { ...options, name: memberLeaseName(options.id, options.identity) }, clock, log);
   }
 
   /** The clusters to share out (from the cluster Secrets); takes effect at the next round. */
@@ -117,8 +117,23 @@ export class ShardCoordinator {
 
   /** Starts membership and the rounds. */
   start(callbacks: ShardCallbacks): void {
-    this.#member.start({ onStartedLeading: () => undefined, onStoppedLeading: () => undefined });
-    this.#loop ??= this.#run(callbacks);
+    if (this.#loop !== undefined) return;
+    this.#joinMembers();
+    this.#loop = this.#run(callbacks);
+  }
+
+  /** Campaigns for the member Lease; after a loss (an API outage past the renew deadline), again. */
+  #joinMembers(): void {
+    if (this.#stopping.signal.aborted) return;
+    const member = new LeaderElector(this.#client, { ...this.#options, name: memberLeaseName(this.#options.id, this.#options.identity) }, this.#clock, this.#log);
+    this.#member = member;
+    member.start({
+      onStartedLeading: () => undefined,
+      onStoppedLeading: () => {
+        this.#log.warn('lost the member Lease; joining again');
+        void member.stop().then(() => this.#joinMembers());
+      },
+    });
   }
 
   /** Hands every cluster over (pipelines stopped, Leases released), then leaves the members. */
@@ -126,7 +141,7 @@ export class ShardCoordinator {
     this.#stopping.abort();
     await this.#loop;
     await Promise.all([...this.#campaigns.keys()].map((key) => this.#handOver(key, callbacks)));
-    await this.#member.stop();
+    await this.#member?.stop();
   }
 
   async #run(callbacks: ShardCallbacks): Promise<void> {
@@ -158,24 +173,28 @@ export class ShardCoordinator {
   async #liveMembers(signal: AbortSignal): Promise<string[]> {
     const list = await this.#client.request<{ items?: LeaseObject[] }>('GET', `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(this.#options.namespace)}/leases`, { signal });
     const now = this.#clock.monotonic();
-    const prefix = `${this.#options.id}-member-`;
+    const members = `${this.#options.id}-member-`;
     const alive = new Set<string>();
     for (const lease of list.items ?? []) {
       const name = lease.metadata?.name ?? '';
-      if (!name.startsWith(prefix)) continue;
-      const holder = lease.spec?.holderIdentity ?? '';
-      const record = `${holder}\0${lease.spec?.renewTime ?? ''}`;
-      const durationMs = (lease.spec?.leaseDurationSeconds ?? 0) * 1000;
+      if (!name.startsWith(`${this.#options.id}-`)) continue;
+      const record = leaseRecord(lease.spec);
       const seen = this.#seen.get(name);
-      if (seen?.record !== record) this.#seen.set(name, { record, holder, durationMs, at: now });
+      // Watched from round to round, so that a campaign can take an expired cluster Lease at once (see #campaign).
+      if (seen?.record !== record) this.#seen.set(name, { record, holder: lease.spec?.holderIdentity ?? '', durationMs: (lease.spec?.leaseDurationSeconds ?? 0) * 1000, at: now });
       const current = this.#seen.get(name);
-      if (current !== undefined && current.holder !== '' && now < current.at + current.durationMs) alive.add(current.holder);
+      if (name.startsWith(members) && current !== undefined && current.holder !== '' && now < current.at + current.durationMs) alive.add(current.holder);
     }
     return [...alive].sort();
   }
 
   #campaign(key: string, callbacks: ShardCallbacks): void {
-    const elector = new LeaderElector(this.#client, { ...this.#options, name: clusterLeaseName(this.#options.id, key) }, this.#clock, this.#log.child({ cluster: key }));
+    const name = clusterLeaseName(this.#options.id, key);
+    // What the rounds saw of the Lease: a dead owner's Lease expired one lease duration after its last renewal
+    // as we saw it, not one lease duration after this elector's first look. The cluster moves within one.
+    const seen = this.#seen.get(name);
+    const observed = seen === undefined ? undefined : { record: seen.record, at: seen.at };
+    const elector = new LeaderElector(this.#client, { ...this.#options, name, ...(observed === undefined ? {} : { observed }) }, this.#clock, this.#log.child({ cluster: key }));
     const campaign: Campaign = { elector, held: false, handingOver: false };
     this.#campaigns.set(key, campaign);
     elector.start({

@@ -65,7 +65,7 @@ interface Replica {
 }
 
 function startReplica(identity: string, client: KubeClient, namespace: string, ledger: Ledger): Replica {
-  const coordinator = new ShardCoordinator(client, { namespace, id: 'driftless', identity, ...TIMING }, systemClock(), pino({ level: 'warn' }));
+  const coordinator = new ShardCoordinator(client, { namespace, id: 'driftless', identity, ...TIMING }, systemClock(), pino({ level: 'silent' }));
   coordinator.setClusters(CLUSTERS.map((key) => ({ key, shard: undefined })));
   coordinator.start(ledger.callbacks(identity));
   return { identity, coordinator, client };
