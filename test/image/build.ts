@@ -358,8 +358,35 @@ export function ensureImages(): Promise<Images> {
   return building;
 }
 
+let preparing: Promise<void> | undefined;
+
+/**
+ * What the builds take that no Go build makes: buildah and mmdebstrap, the stand-in bases, the npm cache of
+ * the production dependencies and the local apt repository. Mostly downloads, which leave the cores idle, so
+ * the setup runs this beside the Go builds; `ensureImages` runs it first (from the cache, once it is filled).
+ * Once per process, under the build lock.
+ * @throws {ImageToolsMissingError} when the check cannot run on this machine.
+ */
+export function prepareImageInputs(): Promise<void> {
+  preparing ??= (async () => {
+    await ensureImagePackages();
+    const cache = imageCacheDir();
+    await mkdir(cache, { recursive: true });
+    const release = await acquireLock(join(cache, '.lock'), (holder) => process.stderr.write(`image: waiting for pid ${holder}, which is building the images\n`));
+    try {
+      const runner = buildahRunner(cache);
+      const bases = await ensureStandIns(cache, runner, {});
+      await ensureNpmCache(cache);
+      await ensureAptRepository(cache, runner, bases.node, bases.nodeKey, {});
+    } finally {
+      await release();
+    }
+  })();
+  return preparing;
+}
+
 async function buildImages(): Promise<Images> {
-  await ensureImagePackages();
+  await prepareImageInputs();
   const cache = imageCacheDir();
   await mkdir(cache, { recursive: true });
   const release = await acquireLock(join(cache, '.lock'), (holder) => process.stderr.write(`image: waiting for pid ${holder}, which is building the images\n`));
