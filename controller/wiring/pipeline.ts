@@ -44,6 +44,11 @@ export interface PipelineDeps {
   readonly hashKey: HashKey | undefined;
   /** Where the restart records live: the controller's own namespace. */
   readonly recordNamespace: string;
+  /**
+   * Hub mode (ADR 0019): the records stay in the hub, read and written through the hub's client, and name
+   * this pipeline's cluster. Absent: the pipeline's own client, records that name no cluster.
+   */
+  readonly records?: { readonly client: KubeClient; readonly cluster: string };
   readonly writes: WritesOverride | undefined;
 }
 
@@ -71,8 +76,9 @@ export function createClusterPipeline(config: ControllerConfig, deps: PipelineDe
   const skew = new ClockSkew();
   const sampler = createSkewSampler(skew, { clock, log, maxClockSkew: config.maxClockSkew });
   const recordCache = new RecordCache();
+  const recordClient = deps.records?.client ?? client;
   const records = config.dryRun ? undefined : createRecordStore({
-    client, cache: recordCache, namespace: deps.recordNamespace, log, fence: deps.fence, timeoutMs: deps.writeTimeoutMs,
+    client: recordClient, cluster: deps.records?.cluster, cache: recordCache, namespace: deps.recordNamespace, log, fence: deps.fence, timeoutMs: deps.writeTimeoutMs,
     // Another install may keep its records in the same namespace: only those of watched namespaces are ours.
     watches: (namespace) => config.namespaces === undefined || config.namespaces.includes(namespace),
   });
@@ -131,7 +137,12 @@ export function createClusterPipeline(config: ControllerConfig, deps: PipelineDe
     fleetMetrics: metrics.fleet,
     writeBackMetrics: metrics.writeBack,
   });
-  const watches = watchTable(config, deps.recordNamespace, { view, recordCache, namespaceLabels, skew: sampler, restarts: reconciler, clock, hashKey: deps.hashKey });
-  const reflectors = createReflectors(watches, config, { client, clock, log, metrics: metrics.controller, enqueue: (key) => queue.add(key) });
+  const watches = watchTable(config, deps.recordNamespace, { view, recordCache, namespaceLabels, skew: sampler, restarts: reconciler, clock, hashKey: deps.hashKey }, deps.records?.cluster);
+  const reflectorDeps = { clock, log, metrics: metrics.controller, enqueue: (key: string) => queue.add(key) };
+  // The rows of the controller's own cluster (the records) through its client, the others through the cluster's.
+  const reflectors = [
+    ...createReflectors(watches.filter((w) => w.home === true), config, { ...reflectorDeps, client: recordClient }),
+    ...createReflectors(watches.filter((w) => w.home !== true), config, { ...reflectorDeps, client }),
+  ];
   return { client, view, queue, reconciler, reflectors, skew, sampler, inFlight: () => inFlight };
 }

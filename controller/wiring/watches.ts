@@ -14,7 +14,7 @@ import type { Clock } from '../clock.ts';
 import type { ControllerConfig } from '../config/model.ts';
 import { OTHER_RESOURCES, WORKLOAD_RESOURCES, type ResourceSpec } from '../kube/resources.ts';
 import type { ConfigSummary, WorkloadKindName } from '../model.ts';
-import { RECORD_LABEL, isRecord, reduceRecord } from '../record/record.ts';
+import { isRecord, recordSelector, reduceRecord } from '../record/record.ts';
 import type { RecordCache } from '../record/store.ts';
 import type { SkewSampler } from './skew-sampler.ts';
 
@@ -30,6 +30,11 @@ export interface Watch<S> {
   readonly fieldSelector?: string | undefined;
   /** An optional feature's watch: without the permission the reflector turns itself off (kube/reflector.ts). */
   readonly offWhenForbidden?: boolean;
+  /**
+   * Read from the controller's own cluster, not the pipeline's: the restart records, which in hub mode stay in
+   * the hub (ADR 0019). The same cluster when the controller is no hub.
+   */
+  readonly home?: boolean;
   /** The reflector's `reduce`: a summary that keeps nothing of the raw object. */
   reduce(raw: unknown, previous: S | undefined): S | undefined;
   /** Updates the cache for one change; returns the workload keys to enqueue. */
@@ -72,10 +77,10 @@ function apiVersionOf(resource: ResourceSpec): string {
  * Store CSI driver's pod statuses, then Argo CD's Applications and AppProjects and the namespaces, each
  * only when a flag needs it.
  */
-export function watchTable(settings: WatchSettings, recordNamespace: string, targets: WatchTargets): AnyWatch[] {
+export function watchTable(settings: WatchSettings, recordNamespace: string, targets: WatchTargets, recordCluster?: string): AnyWatch[] {
   const scopes: (string | undefined)[] = settings.namespaces === undefined ? [undefined] : [...settings.namespaces];
   return [
-    recordWatch(recordNamespace, targets),
+    recordWatch(recordNamespace, recordCluster, targets),
     ...scopes.flatMap((namespace) => namespaceWatches(settings, namespace, targets)),
     ...argoCdWatches(settings, targets),
     ...(settings.namespaceSelector === undefined ? [] : [namespaceWatch(targets)]),
@@ -84,15 +89,17 @@ export function watchTable(settings: WatchSettings, recordNamespace: string, tar
 
 /**
  * Each workload's bookkeeping is copied to a record of its own, keyed by its UID, in the controller's
- * namespace, so that a Replace=true sync of the workload does not lose a restart (ADR 0007).
+ * namespace, so that a Replace=true sync of the workload does not lose a restart (ADR 0007). In hub mode
+ * only the records of this pipeline's cluster (ADR 0019).
  */
-function recordWatch(namespace: string, { recordCache }: WatchTargets): AnyWatch {
+function recordWatch(namespace: string, cluster: string | undefined, { recordCache }: WatchTargets): AnyWatch {
   return row({
     resource: OTHER_RESOURCES.configMaps,
     namespace,
-    labelSelector: RECORD_LABEL,
+    labelSelector: recordSelector(cluster),
     offWhenForbidden: true,
-    reduce: (raw) => reduceRecord(raw),
+    home: true,
+    reduce: (raw) => reduceRecord(raw, cluster),
     keys: (previous, next) => {
       recordCache.changed(previous, next);
       // A record that arrives after its workload (or changed by hand) is read at the workload's next reconcile.
