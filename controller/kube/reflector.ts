@@ -135,6 +135,7 @@ export class Reflector<S> {
   #disabled = false;
   #resourceVersion = '';
   #lastActivity = 0;
+  #failing = false;
   #loop: Promise<void> | undefined;
   /** The next page's `limit`, adapted to the bytes per object seen so far (at most `spec.pageSize`). */
   #pageLimit: number;
@@ -169,6 +170,11 @@ export class Reflector<S> {
   /** True once an `offWhenForbidden` watch was refused: it is off until the process restarts. */
   get disabled(): boolean {
     return this.#disabled;
+  }
+
+  /** True from a failed list or watch until the API server answers again (a hub's `driftless_cluster_up`). */
+  get failing(): boolean {
+    return this.#failing;
   }
 
   /** Epoch ms of the last list page or watch line received (for liveness). */
@@ -282,6 +288,7 @@ export class Reflector<S> {
           }
           this.#markSynced(true);
         } else {
+          this.#failing = true;
           this.#log.warn({ err: error, attempt: failures }, 'list/watch failed; retrying after a backoff');
         }
         await sleep(this.#clock, this.#backoff(failures), signal);
@@ -321,6 +328,7 @@ export class Reflector<S> {
         this.#pageLimit = Math.max(1, Math.min(this.spec.pageSize, Math.floor(PAGE_TARGET_BYTES / perObject)));
       }
       this.#lastActivity = this.#clock.now();
+      this.#failing = false;
       for (const raw of page.items ?? []) {
         const key = objectKey(raw);
         seen.add(key);
@@ -369,6 +377,7 @@ export class Reflector<S> {
       }), stream.signal);
       // An open watch is alive even before its first event (a quiet collection).
       this.#lastActivity = this.#clock.now();
+      this.#failing = false;
       for await (const line of lines) {
         silence.cancel();
         silence = this.#clock.setTimer(() => stream.abort(), this.#timing.silenceMs);
