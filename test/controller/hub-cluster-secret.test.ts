@@ -27,13 +27,13 @@ function secret(data: Record<string, string>, name = 'cluster-prod'): unknown {
 function cluster(data: Record<string, string>): ArgoCluster {
   const result = readClusterSecret(secret({ server: 'https://prod.example:6443', ...data }));
   assert.equal(result.kind, 'cluster', JSON.stringify(result.kind === 'refused' ? result : ''));
-  return (result as Extract<ClusterSecretResult, { kind: 'cluster' }>).cluster;
+  return result.cluster;
 }
 
 function refused(data: Record<string, string>): Extract<ClusterSecretResult, { kind: 'refused' }> {
   const result = readClusterSecret(secret(data));
   assert.equal(result.kind, 'refused');
-  return result as Extract<ClusterSecretResult, { kind: 'refused' }>;
+  return result;
 }
 
 describe('the Secret\'s data fields', () => {
