@@ -73,7 +73,7 @@ export type ClusterRefusal =
   | 'bad-config' // data.config is not JSON Argo CD can read (syntax, a field of the wrong type)
   | 'bad-auth' // both a username/password and a bearer token: client-go refuses the pair
   | 'bad-tls' // caData together with insecure (client-go refuses), or PEM data that holds no PEM block
-  | 'bad-proxy' // proxyUrl not an http, https or socks5 URL (Argo CD's ParseProxyUrl)
+  | 'bad-proxy' // proxyUrl not an http, https or socks5 URL (Argo CD's ParseProxyUrl), or socks5 with credentials (client-node drops them)
   | 'bad-exec' // execProviderConfig without a command, or with an apiVersion client-go does not speak
   | 'bad-shard' // reserved: Argo CD ignores a bad shard, so this reader does not refuse one (see `warnings`)
   | 'not-a-secret'; // the object is not a Secret with a name
@@ -191,6 +191,11 @@ function checkProxy(proxyUrl: string): void {
   }
   if (!['http:', 'https:', 'socks5:'].includes(scheme)) {
     throw new Refusal('bad-proxy', `proxyUrl has the scheme ${JSON.stringify(scheme.slice(0, -1))}; Argo CD accepts http, https and socks5`);
+  }
+  const url = new URL(proxyUrl);
+  if (scheme === 'socks5:' && (url.username !== '' || url.password !== '')) {
+    // Go's SOCKS5 dialer authenticates with them; client-node's SOCKS connector drops them.
+    throw new Refusal('bad-proxy', 'proxyUrl is a socks5 proxy with credentials, which client-node cannot send');
   }
 }
 
