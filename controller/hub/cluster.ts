@@ -57,16 +57,11 @@ export interface SharedParts {
   readonly writes: WritesOverride | undefined;
 }
 
-/**
- * The configuration of one cluster's pipeline: the cluster Secret's `namespaces` (within `--namespaces`, when
- * both are given), and, outside the in-cluster destination, no wait for Applications nor their sync windows:
- * the hub's Applications are not mapped to a spoke's workloads yet (ADR 0019).
- */
+/** The configuration of one cluster's pipeline: the cluster Secret's `namespaces` (within `--namespaces`, when both are given). */
 export function clusterConfig(config: ControllerConfig, destination: Destination): ControllerConfig {
   const namespaces = destination.namespaces === undefined ? config.namespaces
     : config.namespaces === undefined ? destination.namespaces : destination.namespaces.filter((ns) => config.namespaces?.includes(ns));
-  if (destination.inCluster) return Object.freeze({ ...config, namespaces });
-  return Object.freeze({ ...config, namespaces, argocdSyncWait: { ms: 0, text: '0s' }, argocdSyncWindows: false });
+  return Object.freeze({ ...config, namespaces });
 }
 
 /**
@@ -110,13 +105,15 @@ export function startClusterPipeline(destination: Destination, shared: SharedPar
     fence,
     writeTimeoutMs: shared.writeTimeoutMs,
     events,
-    writeBack: shared.writeBack,
+    // The write-back keys workloads by namespace and name, not by cluster: the `git` strategy serves the
+    // in-cluster destination only, and a spoke's `git` workload takes its in-cluster fallback (ADR 0019).
+    writeBack: destination.inCluster ? shared.writeBack : undefined,
     metrics: shared.metrics,
     clock,
     log,
     hashKey: shared.hashKey,
     recordNamespace: shared.recordNamespace,
-    records: { client: shared.hubClient, cluster: destination.id },
+    hub: { client: shared.hubClient, scope: { id: destination.id, server: destination.server, name: destination.name } },
     writes: shared.writes,
   });
   shared.gauges.attach(pipeline, shared.isLeader);

@@ -41,6 +41,23 @@ export interface Watch<S> {
   keys(previous: S | undefined, next: S | undefined): Iterable<string>;
 }
 
+/**
+ * In hub mode (ADR 0019), the cluster a pipeline serves: its restart records are labelled with `id`, and Argo
+ * CD's Applications and AppProjects are read from the hub, keeping only the Applications whose destination is
+ * this cluster (by `server`, else by `name`, as Argo CD resolves a destination).
+ */
+export interface HubScope {
+  readonly id: string;
+  readonly server: string;
+  readonly name: string;
+}
+
+/** Whether an Application's destination is the cluster of `hub`. */
+export function deploysTo(destination: { readonly server: string; readonly name: string }, hub: HubScope): boolean {
+  const server = destination.server.replace(/\/+$/, '');
+  return server !== '' ? server === hub.server : destination.name !== '' && destination.name === hub.name;
+}
+
 /** A row of any summary type, as the reflectors hold them. */
 export type AnyWatch = Watch<unknown>;
 
@@ -77,12 +94,12 @@ function apiVersionOf(resource: ResourceSpec): string {
  * Store CSI driver's pod statuses, then Argo CD's Applications and AppProjects and the namespaces, each
  * only when a flag needs it.
  */
-export function watchTable(settings: WatchSettings, recordNamespace: string, targets: WatchTargets, recordCluster?: string): AnyWatch[] {
+export function watchTable(settings: WatchSettings, recordNamespace: string, targets: WatchTargets, hub?: HubScope): AnyWatch[] {
   const scopes: (string | undefined)[] = settings.namespaces === undefined ? [undefined] : [...settings.namespaces];
   return [
-    recordWatch(recordNamespace, recordCluster, targets),
+    recordWatch(recordNamespace, hub?.id, targets),
     ...scopes.flatMap((namespace) => namespaceWatches(settings, namespace, targets)),
-    ...argoCdWatches(settings, targets),
+    ...argoCdWatches(settings, targets, hub),
     ...(settings.namespaceSelector === undefined ? [] : [namespaceWatch(targets)]),
   ];
 }
@@ -170,16 +187,22 @@ function namespaceWatches(settings: WatchSettings, namespace: string | undefined
  * AppProject's sync windows (issue 15 §8). Optional twice over: without the CRD the reflector sees an empty
  * collection, without the permission it turns itself off. AppProjects live in Argo CD's namespace only,
  * whatever namespace their Applications are in; only their syncWindows are kept. Same least privilege as
- * the Applications: list/watch there.
+ * the Applications: list/watch there. In hub mode both are read from the hub, and only the Applications that
+ * deploy to this pipeline's cluster are kept.
  */
-function argoCdWatches(settings: WatchSettings, { view }: WatchTargets): AnyWatch[] {
+function argoCdWatches(settings: WatchSettings, { view }: WatchTargets, hub: HubScope | undefined): AnyWatch[] {
   const watches: AnyWatch[] = [];
+  const home = hub === undefined ? {} : { home: true };
   if (settings.argocdSyncWait.ms > 0 || settings.argocdSyncWindows) {
     watches.push(row({
       resource: OTHER_RESOURCES.applications,
       namespace: settings.argocdNamespace,
       offWhenForbidden: true,
-      reduce: (raw) => reduceApplication(raw, settings.argocdNamespace),
+      ...home,
+      reduce: (raw) => {
+        const app = reduceApplication(raw, settings.argocdNamespace);
+        return hub === undefined || deploysTo(app.destination, hub) ? app : undefined;
+      },
       keys: (previous, next) => view.applicationChanged(previous, next),
     }));
   }
@@ -188,6 +211,7 @@ function argoCdWatches(settings: WatchSettings, { view }: WatchTargets): AnyWatc
       resource: OTHER_RESOURCES.appProjects,
       namespace: settings.argocdNamespace,
       offWhenForbidden: true,
+      ...home,
       reduce: (raw) => reduceAppProject(raw),
       keys: (previous, next) => view.projectChanged(previous, next),
     }));

@@ -12,10 +12,11 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { ApiClient, KubeObject } from '../cluster/api.ts';
 import { startCluster, type Cluster } from '../cluster/harness.ts';
+import { installArgoCdCrds } from '../cluster/argocd.ts';
 import { create, waitForDeploymentRollout } from '../cluster/testing.ts';
 import { waitFor } from '../support/wait.ts';
 import { clusterId } from '../../controller/hub/destinations.ts';
-import { COLLECTIONS, SECRET_VALUE, eventsFor, read, rotateSecret, secret, uids, waitForReadyPods, workload } from './support/fixtures.ts';
+import { COLLECTIONS, SECRET_VALUE, eventsFor, read, rotateSecret, secret, uids, waitForEvent, waitForReadyPods, workload } from './support/fixtures.ts';
 import { findLeak } from './support/leak.ts';
 import { startControllerProcess, type ControllerProcess, type LogLine } from './support/process.ts';
 
@@ -53,9 +54,9 @@ async function deployApp(spoke: Cluster): Promise<string> {
 }
 
 /** Waits until the Deployment's digest of `db` is recorded (first sight, or the end of a restart's bookkeeping). */
-function recordedDigest(api: ApiClient, ns: string, not?: string): Promise<string> {
-  return waitFor(`the digest recorded on ${ns}/app`, async () => {
-    const digest = (await read(api, `${COLLECTIONS.Deployment(ns)}/app`)).metadata?.annotations?.['driftless.dev/restarted-for'];
+function recordedDigest(api: ApiClient, ns: string, not?: string, name = 'app'): Promise<string> {
+  return waitFor(`the digest recorded on ${ns}/${name}`, async () => {
+    const digest = (await read(api, `${COLLECTIONS.Deployment(ns)}/${name}`)).metadata?.annotations?.['driftless.dev/restarted-for'];
     return digest !== undefined && digest !== not ? digest : undefined;
   }, { timeoutMs: 90_000 });
 }
@@ -99,6 +100,7 @@ const MANAGER_USER = `system:serviceaccount:kube-system:${MANAGER}`;
 async function startScene(): Promise<Scene> {
   const [hub, sa, sb] = await Promise.all([startCluster(), startCluster({ auditLog: true }), startCluster({ auditLog: true })]);
   await hub.admin.request('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ARGOCD } });
+  await installArgoCdCrds(hub);
   const [nsA, nsB] = await Promise.all([deployApp(sa), deployApp(sb)]);
   const a = { cluster: sa, name: 'spoke-a', ns: nsA };
   const b = { cluster: sb, name: 'spoke-b', ns: nsB };
@@ -156,6 +158,42 @@ async function addedLaterAndRefused({ hub, b, controller, tokens }: Scene): Prom
     return text.includes('driftless_cluster_refused{secret="argocd/cluster-eks",reason="aws-auth"} 1')
       && text.includes('driftless_cluster_up{cluster="spoke-a"} 1') && text.includes('driftless_cluster_up{cluster="spoke-b"} 1');
   });
+}
+
+/**
+ * An Application in the hub maps to a spoke's workloads by its destination plus tracking: a deny window of its
+ * project holds the restart of its workload in spoke-b, while a workload in spoke-a carrying the same tracking
+ * id (the Application does not deploy there) restarts at once.
+ */
+async function syncWindowInSpoke({ hub, a, b }: Scene): Promise<void> {
+  const argo = `/apis/argoproj.io/v1alpha1/namespaces/${ARGOCD}`;
+  await create(hub.admin, `${argo}/appprojects`, {
+    apiVersion: 'argoproj.io/v1alpha1', kind: 'AppProject', metadata: { name: 'frozen', namespace: ARGOCD },
+    spec: { sourceRepos: ['*'], destinations: [{ server: '*', namespace: '*' }], syncWindows: [{ kind: 'deny', schedule: '* * * * *', duration: '1h', applications: ['shop-b'] }] },
+  });
+  await create(hub.admin, `${argo}/applications`, {
+    apiVersion: 'argoproj.io/v1alpha1', kind: 'Application', metadata: { name: 'shop-b', namespace: ARGOCD },
+    spec: { project: 'frozen', destination: { name: 'spoke-b', namespace: b.ns }, source: { repoURL: 'https://example.invalid/shop.git', path: 'shop' } },
+  });
+  for (const spoke of [a, b]) {
+    await create(spoke.cluster.admin, COLLECTIONS.Secret(spoke.ns), secret('cfg', 'v1'));
+    await create(spoke.cluster.admin, COLLECTIONS.Deployment(spoke.ns), workload('Deployment', 'held', {
+      replicas: 1, uses: { secret: 'cfg' },
+      annotations: { 'reloader.stakater.com/auto': 'true', 'argocd.argoproj.io/tracking-id': `shop-b:apps/Deployment:${spoke.ns}/held` },
+    }));
+    await waitForDeploymentRollout(spoke.cluster.admin, spoke.ns, 'held');
+  }
+  await Promise.all([a, b].map((spoke) => recordedDigest(spoke.cluster.admin, spoke.ns, undefined, 'held')));
+  const podsB = await waitForReadyPods(b.cluster.admin, b.ns, 'held', 1);
+  const podsA = await waitForReadyPods(a.cluster.admin, a.ns, 'held', 1);
+  for (const spoke of [a, b]) await rotateSecret(spoke.cluster.admin, spoke.ns, 'cfg', 'v2');
+  await waitFor('spoke-a\'s held workload restarted: the Application deploys elsewhere', async () => {
+    const pods = await waitForReadyPods(a.cluster.admin, a.ns, 'held', 1, 5_000).catch(() => undefined);
+    return pods !== undefined && !uids(pods).includes(uids(podsA)[0] as string);
+  }, { timeoutMs: 120_000 });
+  const held = await waitForEvent(b.cluster.admin, b.ns, 'held', 'RestartWaitingForSyncWindow');
+  assert.equal(held['type'], 'Normal');
+  assert.deepEqual(uids(await waitForReadyPods(b.cluster.admin, b.ns, 'held', 1)), uids(podsB), 'spoke-b\'s workload waits for its window');
 }
 
 async function oneSpokeDown({ a, b, controller }: Scene): Promise<void> {
@@ -222,6 +260,7 @@ describe('hub mode: one controller beside Argo CD manages every cluster Argo CD 
   after(() => stopScene(scene));
   test('a rotation in a registered spoke restarts there; its record stays in the hub, named by its cluster', run(restartsInSpokeA));
   test('a cluster Secret added later is picked up; a refused one is said by an Event and a metric', run(addedLaterAndRefused));
+  test('an Application in the hub holds its spoke workload in a deny window, and only in the cluster it deploys to', run(syncWindowInSpoke));
   test('a spoke whose API server is stopped is down alone: the other spoke still restarts, and the hub stays ready', run(oneSpokeDown));
   test('a rotated token reconnects: the old identity removed, the spoke restarts with the new one', run(tokenRotated));
   test('a deleted cluster Secret: nothing more is written in that cluster', run(deletedNoMoreWrites));
