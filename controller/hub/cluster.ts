@@ -122,10 +122,11 @@ export function startClusterPipeline(destination: Destination, shared: SharedPar
   let stopping: Promise<void> | undefined;
   return {
     up: () => running.health.ready() && !pipeline.reflectors.some((r) => r.failing) && running.health.unhealthy() === undefined,
-    stop() {
+    stop(removed) {
       stopping ??= (async () => {
+        if (removed) fence.close();
+        if (!await running.drain(CLUSTER_DRAIN_MS)) log.warn({ budgetMs: CLUSTER_DRAIN_MS }, 'the cluster\'s reconciles did not finish within the drain budget; stopping anyway');
         fence.close();
-        if (!await running.drain(CLUSTER_DRAIN_MS)) log.warn({ budgetMs: CLUSTER_DRAIN_MS }, 'the cluster\'s reconciles did not finish within the drain budget; stopping anyway (their writes are fenced off)');
         shared.gauges.detach(pipeline);
         await running.close().catch((error: unknown) => log.warn({ err: error }, 'closing the cluster\'s watches failed'));
       })();

@@ -18,8 +18,12 @@ import type { Destination } from './destinations.ts';
 export interface RunningCluster {
   /** 1 for `driftless_cluster_up`: every first list completed, no list or watch failing, none silent past its bound. */
   up(): boolean;
-  /** Stops writing there at once, drains, stops the watches and closes the client. Never throws. */
-  stop(): Promise<void>;
+  /**
+   * Stops the cluster's pipeline; never throws. `removed` (the cluster left, or reconnects): not one more write
+   * there, in flight or not, then the drain. Otherwise (the process stops): the reconciles in flight finish
+   * first, as a single cluster's do. Then the watches stop and the client closes.
+   */
+  stop(removed: boolean): Promise<void>;
 }
 
 /** What the registry needs. */
@@ -66,13 +70,13 @@ export class ClusterRegistry {
   }
 
   /** Queues one server's change after its previous one. */
-  #apply(server: string, wanted: Destination | undefined): Promise<void> {
-    const next = (this.#chains.get(server) ?? Promise.resolve()).then(() => this.#change(server, wanted));
+  #apply(server: string, wanted: Destination | undefined, closing = false): Promise<void> {
+    const next = (this.#chains.get(server) ?? Promise.resolve()).then(() => this.#change(server, wanted, closing));
     this.#chains.set(server, next);
     return next;
   }
 
-  async #change(server: string, wanted: Destination | undefined): Promise<void> {
+  async #change(server: string, wanted: Destination | undefined, closing = false): Promise<void> {
     const entry = this.#entries.get(server);
     if (entry !== undefined && wanted !== undefined && this.#deps.same(entry.destination, wanted)) {
       entry.destination = wanted;
@@ -80,8 +84,8 @@ export class ClusterRegistry {
     }
     if (entry !== undefined) {
       this.#entries.delete(server);
-      this.#deps.log.info({ cluster: entry.destination.name, server, why: wanted === undefined ? 'removed' : 'connection or scope changed' }, 'stopping cluster');
-      await entry.running?.stop();
+      this.#deps.log.info({ cluster: entry.destination.name, server, why: closing ? 'shutdown' : wanted === undefined ? 'removed' : 'connection or scope changed' }, 'stopping cluster');
+      await entry.running?.stop(!closing);
       this.#deps.log.info({ cluster: entry.destination.name, server }, 'stopped cluster');
     }
     if (wanted === undefined || this.#closed) return;
@@ -112,6 +116,6 @@ export class ClusterRegistry {
   async close(): Promise<void> {
     this.#closed = true;
     await Promise.all(this.#chains.values());
-    await Promise.all([...this.#entries.keys()].map((server) => this.#apply(server, undefined)));
+    await Promise.all([...this.#entries.keys()].map((server) => this.#apply(server, undefined, true)));
   }
 }

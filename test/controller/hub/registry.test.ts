@@ -27,9 +27,9 @@ function harness(options: { failOn?: string; owns?: (d: Destination) => boolean 
       events.push(`start ${d.name} ${token}`);
       return {
         up: () => true,
-        stop: () => new Promise<void>((resolve) => {
+        stop: (removed) => new Promise<void>((resolve) => {
           const done = (): void => {
-            events.push(`stop ${d.name} ${token}`);
+            events.push(`stop ${d.name} ${token}${removed ? '' : ' (shutdown)'}`);
             resolve();
           };
           if (holdStops) pendingStops.push(done);
@@ -99,6 +99,6 @@ test('only the clusters this replica owns run; close stops every one and starts 
   assert.deepEqual(h.events, ['start mine t1']);
   await h.registry.close();
   await h.registry.update(map(destination('https://other', 'other')));
-  assert.deepEqual(h.events, ['start mine t1', 'stop mine t1']);
+  assert.deepEqual(h.events, ['start mine t1', 'stop mine t1 (shutdown)'], 'at shutdown, in-flight work may finish');
   assert.deepEqual(h.registry.states(), []);
 });
