@@ -9,7 +9,8 @@
  * cluster Secret means no more writes there (the spoke's audit log).
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { readFile } from 'node:fs/promises';
+import { after, before, describe, test, type TestContext } from 'node:test';
 import type { ApiClient, KubeObject } from '../cluster/api.ts';
 import { startCluster, type Cluster } from '../cluster/harness.ts';
 import { installArgoCdCrds } from '../cluster/argocd.ts';
@@ -137,7 +138,14 @@ async function restartsInSpokeA({ hub, a, controller }: Scene): Promise<void> {
   assert.ok((await a.cluster.audit({ user: MANAGER_USER, resource: 'pods', subresource: 'eviction' })).length >= 2, 'evicted with the cluster Secret\'s identity');
 }
 
-async function addedLaterAndRefused({ hub, b, controller, tokens }: Scene): Promise<void> {
+/** VmRSS and VmHWM of a process: figures for the report, never asserted. */
+async function memoryOf(pid: number): Promise<string> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
+  const field = (name: string): string => new RegExp(`${name}:\\s*(\\d+ kB)`).exec(status)?.[1] ?? 'unknown';
+  return `VmRSS ${field('VmRSS')}, VmHWM ${field('VmHWM')}`;
+}
+
+async function addedLaterAndRefused({ hub, b, controller, tokens }: Scene, t: TestContext): Promise<void> {
   const tokenB = await b.cluster.tokenFor('kube-system', MANAGER);
   tokens.push(tokenB);
   await create(hub.admin, COLLECTIONS.Secret(ARGOCD), clusterSecret('cluster-spoke-b', b, tokenB));
@@ -158,6 +166,7 @@ async function addedLaterAndRefused({ hub, b, controller, tokens }: Scene): Prom
     return text.includes('driftless_cluster_refused{secret="argocd/cluster-eks",reason="aws-auth"} 1')
       && text.includes('driftless_cluster_up{cluster="spoke-a"} 1') && text.includes('driftless_cluster_up{cluster="spoke-b"} 1');
   });
+  t.diagnostic(`controller memory with three clusters (in-cluster, spoke-a, spoke-b): ${await memoryOf(controller.pid)}`);
 }
 
 /**
@@ -253,7 +262,7 @@ async function deletedNoMoreWrites({ hub, a, b, controller }: Scene): Promise<vo
 
 describe('hub mode: one controller beside Argo CD manages every cluster Argo CD deploys to', { timeout: 900_000 }, () => {
   let scene: Scene | undefined;
-  const run = (body: (scene: Scene) => Promise<void>) => () => body(scene as Scene);
+  const run = (body: (scene: Scene, t: TestContext) => Promise<void>) => (t: TestContext) => body(scene as Scene, t);
   before(async () => {
     scene = await startScene();
   });
