@@ -275,6 +275,7 @@ export class Reflector<S> {
         if (this.spec.offWhenForbidden === true && isForbidden(error) && this.#resourceVersion === '') {
           this.#log.warn({ err: error }, 'not allowed to list; this optional watch is off until the controller restarts');
           this.#disabled = true;
+          this.#failing = false;
           this.#markSynced(true);
           break;
         }
@@ -282,6 +283,8 @@ export class Reflector<S> {
           // The API is not installed (yet): an empty collection, checked again after a backoff.
           if (!this.#absent) this.#log.info('the API is not installed; checking again periodically');
           this.#absent = true;
+          // The API server answered: an API it does not serve is no failure (an optional CRD absent).
+          this.#failing = false;
           for (const [key, previous] of this.#store) {
             this.#store.delete(key);
             this.#emit(key, previous, undefined);
