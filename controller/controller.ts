@@ -3,6 +3,7 @@
  * metrics, the leader election and its write fence, the Event recorder with
  * its notifications, the Git write-back — then the cluster's pipeline
  * (wiring/pipeline.ts: cache, limits, writes, queue, reconciler, reflectors),
+ * or in hub mode one per cluster Argo CD deploys to (hub/hub.ts, ADR 0019),
  * each part built after the parts it uses. Reflectors fill the cache, their
  * handlers only enqueue workload keys (wiring/watches.ts), and nothing is
  * reconciled before every first list has completed and this replica leads
@@ -11,24 +12,20 @@
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import type { HashKey } from '../core/index.ts';
-import type { ClusterView } from './cache/cluster-view.ts';
 import type { Clock } from './clock.ts';
 import type { ControllerConfig } from './config/model.ts';
 import { createEventRecorder } from './events.ts';
 import type { HealthSources } from './http.ts';
 import { loadKubeConfig } from './kube/client.ts';
-import type { Reflector } from './kube/reflector.ts';
 import type { ControllerMetrics } from './metrics.ts';
 import { setUpNotifications } from './notify/setup.ts';
 import type { WebhookUrl } from './notify/url.ts';
-import type { WorkQueue } from './queue.ts';
-import type { Reconciler } from './reconciler.ts';
 import type { WriteBack } from './writeback/engine.ts';
 import { connectCluster } from './wiring/cluster-client.ts';
+import { startHub } from './hub/hub.ts';
 import { createElection } from './wiring/election.ts';
-import { startPipeline } from './wiring/lifecycle.ts';
 import { GaugeSources, createProcessMetrics } from './wiring/metrics.ts';
-import { createClusterPipeline } from './wiring/pipeline.ts';
+import { startSingleCluster } from './wiring/single.ts';
 import { createGitWriteBack } from './wiring/write-back.ts';
 import type { WritesOverride } from './wiring/writes.ts';
 
@@ -64,10 +61,6 @@ export interface ControllerDeps {
 export interface RunningController {
   /** Resolves when every first list has completed (and, under `--leader-elect`, this replica leads). */
   readonly synced: Promise<void>;
-  readonly view: ClusterView;
-  readonly reconciler: Reconciler;
-  readonly queue: WorkQueue;
-  readonly reflectors: readonly Reflector<unknown>[];
   readonly metrics: ControllerMetrics;
   /** The Git write-back (strategy git, ADR 0014): closed by `stop()` and the moment leadership is lost. */
   readonly writeBack: WriteBack;
@@ -84,28 +77,23 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
   const gauges = new GaugeSources(clock);
   const metrics = createProcessMetrics(gauges);
   const election = createElection(kubeConfig, config, { clock, log, identity: deps.identity, defaultLeaseNamespace: deps.defaultLeaseNamespace });
-  // The cluster's client; the process-wide parts below use it too, as the cluster they run in.
+  // The client of the cluster the controller runs in: its pipeline's, or in hub mode the hub's.
   const client = connectCluster(kubeConfig, config, { clock, apiRequests: metrics.controller.apiRequests });
-  const recorder = createEventRecorder({ client, log, now: () => clock.now(), instance: deps.identity || hostname(), repeatMs: 10 * 60_000, seriesUpdateMs: config.eventSeriesInterval.ms });
+  const identity = deps.identity || hostname();
+  const recorder = createEventRecorder({ client, log, now: () => clock.now(), instance: identity, repeatMs: 10 * 60_000, seriesUpdateMs: config.eventSeriesInterval.ms });
   // Restart Events also go to the webhook, when one is configured; the reconciler only sees a recorder.
   const notifications = setUpNotifications(recorder, config, { clock, log, urlFromFile: deps.notifyWebhookUrl });
   const writeBack = createGitWriteBack(config, { client, clock, tmpdir: deps.tmpdir, metrics: metrics.writeBack });
-  const pipeline = createClusterPipeline(config, {
-    client,
-    fence: election.fence,
-    writeTimeoutMs: election.writeTimeoutMs,
-    events: notifications.events,
-    writeBack,
-    metrics,
-    clock,
-    log,
-    hashKey: deps.hashKey,
-    // Each workload's bookkeeping is copied to a record in the controller's namespace (ADR 0007).
+  const parts = {
+    client, fence: election.fence, writeTimeoutMs: election.writeTimeoutMs, events: notifications.events, writeBack, metrics, gauges,
+    isLeader: election.isLeader, clock, log, hashKey: deps.hashKey, writes: deps.writes,
+    // Each workload's bookkeeping is copied to a record in the controller's namespace (ADR 0007, in hub mode ADR 0019).
     recordNamespace: config.leaderElectionNamespace ?? deps.defaultLeaseNamespace,
-    writes: deps.writes,
-  });
-  gauges.attach(pipeline, election.isLeader);
-  const running = startPipeline(pipeline, config, { clock, log });
+  };
+  // One cluster, or in hub mode every cluster Argo CD deploys to (ADR 0019).
+  const running = config.argocdClusters
+    ? startHub(config, { ...parts, hubClient: client, homeKubeConfig: kubeConfig, identity, config, notify: (events) => notifications.wrap(events) })
+    : startSingleCluster(config, parts);
   // Standbys keep their caches warm; only the leader (or the only replica) reconciles and writes.
   const synced = running.reconcileWhen(election.lead(() => {
     // close() aborts a running git command synchronously; its promise is not awaited: the process exits.
@@ -114,10 +102,6 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
   }));
   return {
     synced,
-    view: pipeline.view,
-    reconciler: pipeline.reconciler,
-    queue: pipeline.queue,
-    reflectors: pipeline.reflectors,
     metrics: metrics.controller,
     writeBack,
     health: running.health,
@@ -129,8 +113,9 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
       // Release the Lease after in-flight work, so the next leader starts from our last write.
       await election.release();
       await running.close();
+      // In hub mode the hub's client is not a pipeline's: closed here, after its watches.
+      if (config.argocdClusters) await client.close();
       await election.close();
     },
   };
 }
-

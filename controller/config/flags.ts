@@ -248,6 +248,12 @@ export const CONTROLLER_FLAGS: readonly ControllerFlagSpec[] = Object.freeze([
     description: "Namespace of Argo CD's Applications, watched (list/watch applications.argoproj.io) to know of a pending sync; without the CRD or the permission the wait is off.",
   }),
   flag({
+    name: 'argocd-clusters',
+    type: 'boolean',
+    default: 'false',
+    description: "Hub mode (ADR 0019): run beside Argo CD and manage every cluster it deploys to, each registered as a cluster Secret in --argocd-namespace (list/watch secrets there), plus the in-cluster destination unless argocd-cm says cluster.inClusterEnabled: \"false\". Each cluster has its own watches, queue, limits and breaker; its restart records stay in this cluster.",
+  }),
+  flag({
     name: 'argocd-sync-wait',
     type: 'duration',
     range: { min: 0, max: MAX_DURATION_MS },

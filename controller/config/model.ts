@@ -105,6 +105,8 @@ export interface ControllerConfig {
   readonly argocdTrackingLabel: string;
   /** Where Argo CD's Applications are watched, to hold a restart its pending sync performs anyway (ADR 0011). */
   readonly argocdNamespace: string;
+  /** Hub mode (ADR 0019): one pipeline per cluster Argo CD's cluster Secrets in `argocdNamespace` register. */
+  readonly argocdClusters: boolean;
   /** The longest a restart holds, from T, for Argo CD's pending sync; 0 = never. */
   readonly argocdSyncWait: DurationSetting;
   /** In-cluster restarts honour the AppProject sync windows of the workload's Application (issue 15 §8). */

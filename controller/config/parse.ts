@@ -121,6 +121,7 @@ function readSettings(reader: FlagReader, scope: Scope, lease: Lease) {
     argocdTrackingMethod: reader.read('argocd-tracking-method', asEnum) as TrackingMethod,
     argocdTrackingLabel: reader.read('argocd-tracking-label', asLabelKey),
     argocdNamespace: reader.read('argocd-namespace', asSingleNamespace),
+    argocdClusters: reader.read('argocd-clusters', asBoolean),
     argocdSyncWait: reader.read('argocd-sync-wait', asDuration),
     argocdSyncWindows: reader.read('argocd-sync-windows', asBoolean),
     logLevel: reader.read('log-level', asEnum) as LogLevel,

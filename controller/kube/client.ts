@@ -121,6 +121,11 @@ function describeStatus(text: string): { reason: string; message: string; detail
   }
 }
 
+/** A KubeConfig that caches a credential (an exec plugin's) and can forget it when the server answers 401, as client-go does. */
+export interface CredentialsRejectedHook {
+  credentialsRejected(): void;
+}
+
 /** Options of a client. */
 export interface KubeClientOptions {
   /** Every request but a watch gives up after this long (the whole answer, body included); default 30 s. */
@@ -193,6 +198,8 @@ export function createKubeClient(config: KubeConfig, limiter: RequestLimiter, ob
       // A rotated token: derive the headers once more before giving up.
       if (response.statusCode === 401 && !retriedAuth) {
         await response.body.dump();
+        // An exec plugin's credential is kept until it expires; a KubeConfig that can drop it early says so (hub/connect.ts).
+        (config as Partial<CredentialsRejectedHook>).credentialsRejected?.();
         retriedAuth = true;
         continue;
       }

@@ -43,6 +43,11 @@ export function describeKubeConfigLoadError(error: unknown): { readonly message:
   return { message: error instanceof Error ? error.message : String(error), cause: error };
 }
 
+/** A credential failure whose message was written to hold no credential and no plugin output (hub/exec-credential.ts), so it is shown as it is. */
+export class SafeCredentialError extends Error {
+  override readonly name: string = 'SafeCredentialError';
+}
+
 /**
  * Describes why the kubeconfig's user credentials could not be obtained (an
  * exec credential plugin, a token file, an auth provider), without what they
@@ -51,7 +56,9 @@ export function describeKubeConfigLoadError(error: unknown): { readonly message:
  */
 export function describeCredentialError(user: string | undefined, error: unknown): string {
   const code = (error as NodeJS.ErrnoException | undefined)?.code;
-  const why = error instanceof SyntaxError
+  const why = error instanceof SafeCredentialError
+    ? error.message
+    : error instanceof SyntaxError
     ? 'the credential plugin\'s output is not valid JSON'
     : typeof code === 'string'
       ? code

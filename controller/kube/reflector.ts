@@ -141,6 +141,7 @@ export class Reflector<S> {
   #disabled = false;
   #resourceVersion = '';
   #lastActivity = 0;
+  #failing = false;
   #loop: Promise<void> | undefined;
   /** The next page's `limit`, adapted to the bytes per object seen so far (at most `spec.pageSize`). */
   #pageLimit: number;
@@ -177,6 +178,11 @@ export class Reflector<S> {
   /** True once an `offWhenForbidden` watch was refused: it is off until the process restarts. */
   get disabled(): boolean {
     return this.#disabled;
+  }
+
+  /** True from a failed list or watch until the API server answers again (a hub's `driftless_cluster_up`). */
+  get failing(): boolean {
+    return this.#failing;
   }
 
   /** Epoch ms of the last list page or watch line received (for liveness). */
@@ -286,6 +292,7 @@ export class Reflector<S> {
         if (this.spec.offWhenForbidden === true && isForbidden(error) && this.#resourceVersion === '') {
           this.#log.warn({ err: error }, 'not allowed to list; this optional watch is off until the controller restarts');
           this.#disabled = true;
+          this.#failing = false;
           this.#markSynced(true);
           break;
         }
@@ -293,12 +300,15 @@ export class Reflector<S> {
           // The API is not installed (yet): an empty collection, checked again after a backoff.
           if (!this.#absent) this.#log.info('the API is not installed; checking again periodically');
           this.#absent = true;
+          // The API server answered: an API it does not serve is no failure (an optional CRD absent).
+          this.#failing = false;
           for (const [key, previous] of this.#store) {
             this.#store.delete(key);
             this.#emit(key, previous, undefined);
           }
           this.#markSynced(true);
         } else {
+          this.#failing = true;
           this.#log.warn({ err: error, attempt: failures }, 'list/watch failed; retrying after a backoff');
         }
         await sleep(this.#clock, this.#backoff(failures), signal);
@@ -354,6 +364,7 @@ export class Reflector<S> {
         this.#pageLimit = Math.max(1, Math.min(this.spec.pageSize, Math.floor(PAGE_TARGET_BYTES / perObject)));
       }
       this.#lastActivity = this.#clock.now();
+      this.#failing = false;
       for (const raw of page.items ?? []) {
         const key = objectKey(raw);
         seen.add(key);
@@ -402,6 +413,7 @@ export class Reflector<S> {
       }), stream.signal);
       // An open watch is alive even before its first event (a quiet collection).
       this.#lastActivity = this.#clock.now();
+      this.#failing = false;
       for await (const line of lines) {
         silence.cancel();
         silence = this.#clock.setTimer(() => stream.abort(), this.#timing.silenceMs);

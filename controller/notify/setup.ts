@@ -17,6 +17,8 @@ export interface Notifications {
   readonly events: EventRecorder;
   /** Undefined when notifications are off. */
   readonly notifier: Notifier | undefined;
+  /** Another cluster's recorder, notifying through the same notifier (hub mode: one recorder per cluster). */
+  wrap(inner: EventRecorder): EventRecorder;
   /** Gives queued notifications up to `graceMs`, then abandons them. */
   close(graceMs: number): Promise<void>;
 }
@@ -31,10 +33,10 @@ export function setUpNotifications(
   deps: { readonly clock: Clock; readonly log: Logger; readonly urlFromFile?: WebhookUrl | undefined },
 ): Notifications {
   const url = config.notifyWebhookUrl ?? deps.urlFromFile;
-  if (url === undefined || config.notifyOn.length === 0) return { events: inner, notifier: undefined, close: async () => undefined };
+  if (url === undefined || config.notifyOn.length === 0) return { events: inner, notifier: undefined, wrap: (other) => other, close: async () => undefined };
   const notifier = new Notifier({ sink: config.notifySink, url, additionalInfo: config.notifyAdditionalInfo }, { clock: deps.clock, log: deps.log });
   deps.log.info({ sink: config.notifySink, target: url.display, on: config.notifyOn }, 'notifications on');
-  const events = notifyingRecorder(inner, {
+  const wrap = (other: EventRecorder): EventRecorder => notifyingRecorder(other, {
     sink: notifier,
     on: config.notifyOn,
     defaultStrategy: config.restartStrategy,
@@ -42,5 +44,5 @@ export function setUpNotifications(
     dryRun: config.dryRun,
     log: deps.log,
   });
-  return { events, notifier, close: (graceMs) => notifier.close(graceMs) };
+  return { events: wrap(inner), notifier, wrap, close: (graceMs) => notifier.close(graceMs) };
 }

@@ -86,6 +86,8 @@ export function createRecordStore(deps: {
   timeoutMs: number;
   /** The namespaces this controller watches (`--namespaces`); absent: all. */
   watches?: (namespace: string) => boolean;
+  /** The cluster whose records these are, in hub mode (record.ts `recordName`); absent: the one cluster. */
+  cluster?: string | undefined;
 }): RecordStore {
   const { client, cache, namespace, log, fence, timeoutMs } = deps;
   const watches = deps.watches ?? ((): boolean => true);
@@ -112,8 +114,8 @@ export function createRecordStore(deps: {
       const last = written.get(workload.uid);
       if (last !== undefined && last.basedOn === cached?.resourceVersion && recordHolds({ ...(cached as RestartRecord), ...last.fields }, fields)) return;
       try {
-        if (cached === undefined) await client.request('POST', collection, { body: recordManifest(workload, fields, namespace), fence, timeoutMs });
-        else await client.request('PUT', `${collection}/${recordName(workload.uid)}`, { body: recordManifest(workload, fields, namespace, cached.resourceVersion), fence, timeoutMs });
+        if (cached === undefined) await client.request('POST', collection, { body: recordManifest(workload, fields, namespace, undefined, deps.cluster), fence, timeoutMs });
+        else await client.request('PUT', `${collection}/${recordName(workload.uid, deps.cluster)}`, { body: recordManifest(workload, fields, namespace, cached.resourceVersion, deps.cluster), fence, timeoutMs });
         written.set(workload.uid, { basedOn: cached?.resourceVersion, fields });
       } catch (error) {
         if (error instanceof FencedError) throw error;

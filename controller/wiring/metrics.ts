@@ -36,51 +36,69 @@ export interface GaugedPipeline {
 }
 
 /**
- * What the gauges read: the pipeline and the leader election, attached once they exist. Before that a
- * gauge reads as empty (nothing queued, nothing cached, not the leader), which no scrape can see.
+ * What the gauges read: the pipelines (one, or one per cluster in hub mode) and the leader election, attached
+ * once they exist. Before that a gauge reads as empty (nothing queued, nothing cached, not the leader), which
+ * no scrape can see. Over several pipelines a count is their sum and an age their largest.
  */
 export class GaugeSources {
   readonly #clock: Clock;
-  #pipeline: GaugedPipeline | undefined;
+  readonly #pipelines = new Set<GaugedPipeline>();
   #isLeader: () => boolean = () => false;
 
   constructor(clock: Clock) {
     this.#clock = clock;
   }
 
-  /** Attaches the pipeline; `isLeader` reads the election (always true without one). */
+  /** Attaches a pipeline; `isLeader` reads the election (always true without one). */
   attach(pipeline: GaugedPipeline, isLeader: () => boolean): void {
-    this.#pipeline = pipeline;
+    this.#pipelines.add(pipeline);
     this.#isLeader = isLeader;
   }
 
+  /** Detaches a pipeline that stopped (a cluster removed in hub mode). */
+  detach(pipeline: GaugedPipeline): void {
+    this.#pipelines.delete(pipeline);
+  }
+
+  #sum(read: (pipeline: GaugedPipeline) => number): number {
+    let total = 0;
+    for (const pipeline of this.#pipelines) total += read(pipeline);
+    return total;
+  }
+
+  #max(read: (pipeline: GaugedPipeline) => number): number {
+    let largest = 0;
+    for (const pipeline of this.#pipelines) largest = Math.max(largest, read(pipeline));
+    return largest;
+  }
+
   queueDepth(): number {
-    return this.#pipeline?.queue.depth ?? 0;
+    return this.#sum((p) => p.queue.depth);
   }
 
   queueOldestSeconds(): number {
-    return (this.#pipeline?.queue.oldestWaitMs() ?? 0) / 1000;
+    return this.#max((p) => p.queue.oldestWaitMs()) / 1000;
   }
 
   unfinishedWorkSeconds(): number {
-    return this.#pipeline?.queue.unfinishedWorkSeconds() ?? 0;
+    return this.#sum((p) => p.queue.unfinishedWorkSeconds());
   }
 
   longestRunningSeconds(): number {
-    return this.#pipeline?.queue.longestRunningSeconds() ?? 0;
+    return this.#max((p) => p.queue.longestRunningSeconds());
   }
 
   restartsInProgress(): number {
-    return this.#pipeline?.reconciler.restartingCount ?? 0;
+    return this.#sum((p) => p.reconciler.restartingCount);
   }
 
   breakerOpen(): boolean {
-    return this.#pipeline?.reconciler.breakerOpen ?? false;
+    return [...this.#pipelines].some((p) => p.reconciler.breakerOpen);
   }
 
   cacheSizes(): Readonly<Record<string, number>> {
-    const view = this.#pipeline?.view;
-    return view === undefined ? {} : { workloads: view.workloadCount, configs: view.configCount, pods: view.podCount };
+    if (this.#pipelines.size === 0) return {};
+    return { workloads: this.#sum((p) => p.view.workloadCount), configs: this.#sum((p) => p.view.configCount), pods: this.#sum((p) => p.view.podCount) };
   }
 
   isLeader(): boolean {
@@ -88,7 +106,14 @@ export class GaugeSources {
   }
 
   clockOffsetSeconds(): number {
-    return (this.#pipeline?.skew.reading(this.#clock.now()).offsetUpperMs ?? 0) / 1000;
+    // The offset furthest from zero, of either sign: the cluster whose clock is furthest off.
+    const now = this.#clock.now();
+    let worst = 0;
+    for (const pipeline of this.#pipelines) {
+      const offset = pipeline.skew.reading(now).offsetUpperMs ?? 0;
+      if (Math.abs(offset) > Math.abs(worst)) worst = offset;
+    }
+    return worst / 1000;
   }
 }
 

@@ -26,7 +26,7 @@ import type { ProcessMetrics } from './metrics.ts';
 import { reconcileOptions } from './reconcile-options.ts';
 import { createReflectors } from './reflectors.ts';
 import { createSkewSampler, type SkewSampler } from './skew-sampler.ts';
-import { watchTable } from './watches.ts';
+import { watchTable, type HubScope } from './watches.ts';
 import { createClusterWrites, type WritesOverride } from './writes.ts';
 
 /** What a pipeline is handed. */
@@ -37,13 +37,20 @@ export interface PipelineDeps {
   readonly fence: Fence;
   readonly writeTimeoutMs: number;
   readonly events: EventRecorder;
-  readonly writeBack: WriteBack;
+  /** The Git write-back; absent: no workload of this pipeline takes the `git` strategy (a hub's spoke, ADR 0019). */
+  readonly writeBack: WriteBack | undefined;
   readonly metrics: ProcessMetrics;
   readonly clock: Clock;
   readonly log: Logger;
   readonly hashKey: HashKey | undefined;
   /** Where the restart records live: the controller's own namespace. */
   readonly recordNamespace: string;
+  /**
+   * Hub mode (ADR 0019): the records, Applications and AppProjects are read (and the records written) through
+   * the hub's client; the records name this pipeline's cluster, and only Applications deploying to it are
+   * kept. Absent: the pipeline's own client, records that name no cluster, every Application.
+   */
+  readonly hub?: { readonly client: KubeClient; readonly scope: HubScope };
   readonly writes: WritesOverride | undefined;
 }
 
@@ -71,8 +78,9 @@ export function createClusterPipeline(config: ControllerConfig, deps: PipelineDe
   const skew = new ClockSkew();
   const sampler = createSkewSampler(skew, { clock, log, maxClockSkew: config.maxClockSkew });
   const recordCache = new RecordCache();
+  const homeClient = deps.hub?.client ?? client;
   const records = config.dryRun ? undefined : createRecordStore({
-    client, cache: recordCache, namespace: deps.recordNamespace, log, fence: deps.fence, timeoutMs: deps.writeTimeoutMs,
+    client: homeClient, cluster: deps.hub?.scope.id, cache: recordCache, namespace: deps.recordNamespace, log, fence: deps.fence, timeoutMs: deps.writeTimeoutMs,
     // Another install may keep its records in the same namespace: only those of watched namespaces are ours.
     watches: (namespace) => config.namespaces === undefined || config.namespaces.includes(namespace),
   });
@@ -123,7 +131,7 @@ export function createClusterPipeline(config: ControllerConfig, deps: PipelineDe
     // A workload that finds no token is requeued for when the next one accrues: a worker never waits.
     startLimiter: { tryTake: () => restartStarts.tryTake(), retryAfterMs: Math.ceil(1000 / config.restartRate) },
     skew,
-    writeBack: deps.writeBack,
+    ...(deps.writeBack === undefined ? {} : { writeBack: deps.writeBack }),
     // A write-back's answer wakes its workload at once.
     wake: (key) => queue.add(key),
     ...(records === undefined ? {} : { records }),
@@ -131,7 +139,12 @@ export function createClusterPipeline(config: ControllerConfig, deps: PipelineDe
     fleetMetrics: metrics.fleet,
     writeBackMetrics: metrics.writeBack,
   });
-  const watches = watchTable(config, deps.recordNamespace, { view, recordCache, namespaceLabels, skew: sampler, restarts: reconciler, clock, hashKey: deps.hashKey });
-  const reflectors = createReflectors(watches, config, { client, clock, log, metrics: metrics.controller, enqueue: (key) => queue.add(key) });
+  const watches = watchTable(config, deps.recordNamespace, { view, recordCache, namespaceLabels, skew: sampler, restarts: reconciler, clock, hashKey: deps.hashKey }, deps.hub?.scope);
+  const reflectorDeps = { clock, log, metrics: metrics.controller, enqueue: (key: string) => queue.add(key) };
+  // The rows of the controller's own cluster (records; in hub mode Argo CD's) through its client, the others through the cluster's.
+  const reflectors = [
+    ...createReflectors(watches.filter((w) => w.home === true), config, { ...reflectorDeps, client: homeClient }),
+    ...createReflectors(watches.filter((w) => w.home !== true), config, { ...reflectorDeps, client }),
+  ];
   return { client, view, queue, reconciler, reflectors, skew, sampler, inFlight: () => inFlight };
 }

@@ -60,8 +60,17 @@ export function createReflectors(watches: readonly AnyWatch[], settings: Reflect
   });
 }
 
+/** What liveness reads of a reflector, whatever its summaries. */
+export interface WatchLiveness {
+  readonly synced: boolean;
+  readonly lastActivity: number;
+  readonly absent: boolean;
+  readonly disabled: boolean;
+  readonly spec: { readonly name: string };
+}
+
 /** A watch silent past `boundMs` (the reflector itself restarts one after half of it), for /healthz. */
-export function silentWatch(reflectors: readonly Reflector<unknown>[], now: number, boundMs: number): string | undefined {
+export function silentWatch(reflectors: readonly WatchLiveness[], now: number, boundMs: number): string | undefined {
   const stale = reflectors.find((r) => r.synced && now - r.lastActivity > boundMs && !r.absent && !r.disabled);
   return stale === undefined ? undefined : `watch of ${stale.spec.name} silent for ${Math.round((now - stale.lastActivity) / 1000)}s`;
 }

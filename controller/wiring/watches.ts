@@ -14,7 +14,7 @@ import type { Clock } from '../clock.ts';
 import type { ControllerConfig } from '../config/model.ts';
 import { OTHER_RESOURCES, WORKLOAD_RESOURCES, type ResourceSpec } from '../kube/resources.ts';
 import type { ConfigSummary, WorkloadKindName } from '../model.ts';
-import { RECORD_LABEL, isRestartRecord, reduceRecord } from '../record/record.ts';
+import { isRestartRecord, recordSelector, reduceRecord } from '../record/record.ts';
 import type { RecordCache } from '../record/store.ts';
 import type { SkewSampler } from './skew-sampler.ts';
 
@@ -30,10 +30,32 @@ export interface Watch<S> {
   readonly fieldSelector?: string | undefined;
   /** An optional feature's watch: without the permission the reflector turns itself off (kube/reflector.ts). */
   readonly offWhenForbidden?: boolean;
+  /**
+   * Read from the controller's own cluster, not the pipeline's: the restart records, which in hub mode stay in
+   * the hub (ADR 0019). The same cluster when the controller is no hub.
+   */
+  readonly home?: boolean;
   /** The reflector's `reduce`: a summary that keeps nothing of the raw object. */
   reduce(raw: unknown, previous: S | undefined): S | undefined;
   /** Updates the cache for one change; returns the workload keys to enqueue. */
   keys(previous: S | undefined, next: S | undefined): Iterable<string>;
+}
+
+/**
+ * In hub mode (ADR 0019), the cluster a pipeline serves: its restart records are labelled with `id`, and Argo
+ * CD's Applications and AppProjects are read from the hub, keeping only the Applications whose destination is
+ * this cluster (by `server`, else by `name`, as Argo CD resolves a destination).
+ */
+export interface HubScope {
+  readonly id: string;
+  readonly server: string;
+  readonly name: string;
+}
+
+/** Whether an Application's destination is the cluster of `hub`. */
+export function deploysTo(destination: { readonly server: string; readonly name: string }, hub: HubScope): boolean {
+  const server = destination.server.replace(/\/+$/, '');
+  return server !== '' ? server === hub.server : destination.name !== '' && destination.name === hub.name;
 }
 
 /** A row of any summary type, as the reflectors hold them. */
@@ -72,27 +94,29 @@ function apiVersionOf(resource: ResourceSpec): string {
  * Store CSI driver's pod statuses, then Argo CD's Applications and AppProjects and the namespaces, each
  * only when a flag needs it.
  */
-export function watchTable(settings: WatchSettings, recordNamespace: string, targets: WatchTargets): AnyWatch[] {
+export function watchTable(settings: WatchSettings, recordNamespace: string, targets: WatchTargets, hub?: HubScope): AnyWatch[] {
   const scopes: (string | undefined)[] = settings.namespaces === undefined ? [undefined] : [...settings.namespaces];
   return [
-    recordWatch(recordNamespace, targets),
+    recordWatch(recordNamespace, hub?.id, targets),
     ...scopes.flatMap((namespace) => namespaceWatches(settings, namespace, targets)),
-    ...argoCdWatches(settings, targets),
+    ...argoCdWatches(settings, targets, hub),
     ...(settings.namespaceSelector === undefined ? [] : [namespaceWatch(targets)]),
   ];
 }
 
 /**
  * Each workload's bookkeeping is copied to a record of its own, keyed by its UID, in the controller's
- * namespace, so that a Replace=true sync of the workload does not lose a restart (ADR 0007).
+ * namespace, so that a Replace=true sync of the workload does not lose a restart (ADR 0007). In hub mode
+ * only the records of this pipeline's cluster (ADR 0019).
  */
-function recordWatch(namespace: string, { recordCache }: WatchTargets): AnyWatch {
+function recordWatch(namespace: string, cluster: string | undefined, { recordCache }: WatchTargets): AnyWatch {
   return row({
     resource: OTHER_RESOURCES.configMaps,
     namespace,
-    labelSelector: RECORD_LABEL,
+    labelSelector: recordSelector(cluster),
     offWhenForbidden: true,
-    reduce: (raw) => reduceRecord(raw),
+    home: true,
+    reduce: (raw) => reduceRecord(raw, cluster),
     keys: (previous, next) => {
       recordCache.changed(previous, next);
       // A record that arrives after its workload (or changed by hand) is read at the workload's next reconcile.
@@ -163,16 +187,22 @@ function namespaceWatches(settings: WatchSettings, namespace: string | undefined
  * AppProject's sync windows (issue 15 §8). Optional twice over: without the CRD the reflector sees an empty
  * collection, without the permission it turns itself off. AppProjects live in Argo CD's namespace only,
  * whatever namespace their Applications are in; only their syncWindows are kept. Same least privilege as
- * the Applications: list/watch there.
+ * the Applications: list/watch there. In hub mode both are read from the hub, and only the Applications that
+ * deploy to this pipeline's cluster are kept.
  */
-function argoCdWatches(settings: WatchSettings, { view }: WatchTargets): AnyWatch[] {
+function argoCdWatches(settings: WatchSettings, { view }: WatchTargets, hub: HubScope | undefined): AnyWatch[] {
   const watches: AnyWatch[] = [];
+  const home = hub === undefined ? {} : { home: true };
   if (settings.argocdSyncWait.ms > 0 || settings.argocdSyncWindows) {
     watches.push(row({
       resource: OTHER_RESOURCES.applications,
       namespace: settings.argocdNamespace,
       offWhenForbidden: true,
-      reduce: (raw) => reduceApplication(raw, settings.argocdNamespace),
+      ...home,
+      reduce: (raw) => {
+        const app = reduceApplication(raw, settings.argocdNamespace);
+        return hub === undefined || deploysTo(app.destination, hub) ? app : undefined;
+      },
       keys: (previous, next) => view.applicationChanged(previous, next),
     }));
   }
@@ -181,6 +211,7 @@ function argoCdWatches(settings: WatchSettings, { view }: WatchTargets): AnyWatc
       resource: OTHER_RESOURCES.appProjects,
       namespace: settings.argocdNamespace,
       offWhenForbidden: true,
+      ...home,
       reduce: (raw) => reduceAppProject(raw),
       keys: (previous, next) => view.projectChanged(previous, next),
     }));

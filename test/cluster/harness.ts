@@ -99,6 +99,10 @@ export interface Cluster {
   audit(filter?: AuditFilter): Promise<AuditEvent[]>;
   /** Stops and restarts kube-apiserver on the same port and data, for watch-resume tests. */
   restartApiServer(): Promise<void>;
+  /** Stops kube-apiserver (etcd and the rest keep running): the cluster is unreachable until `startApiServer`. */
+  stopApiServer(): Promise<void>;
+  /** Starts a stopped kube-apiserver again on the same port and data; resolves once it is ready. */
+  startApiServer(): Promise<void>;
   /** The last lines of every component's log, for a failing test to print. */
   logs(lines?: number): Promise<string>;
   /** Stops every component and removes the temp dir. Idempotent. */
@@ -471,6 +475,13 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
       },
       async restartApiServer() {
         await components.get('kube-apiserver')?.stop();
+        run(apiServerSpec);
+        await apiServerReady();
+      },
+      async stopApiServer() {
+        await components.get('kube-apiserver')?.stop();
+      },
+      async startApiServer() {
         run(apiServerSpec);
         await apiServerReady();
       },

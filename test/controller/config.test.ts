@@ -71,6 +71,7 @@ describe('parseControllerConfig: defaults', () => {
       argocdTrackingMethod: 'annotation',
       argocdTrackingLabel: 'app.kubernetes.io/instance',
       argocdNamespace: 'argocd',
+      argocdClusters: false,
       argocdSyncWait: { ms: 60_000, text: '60s' },
       argocdSyncWindows: true,
       logLevel: 'info',
@@ -305,6 +306,7 @@ describe('parseControllerConfig: errors name the flag or variable, the problem a
     assert.equal(parse([], { DRIFTLESS_ARGOCD_NAMESPACE: '' }).argocdNamespace, 'argocd', 'an empty variable is unset');
     assert.deepEqual(parse(['--argocd-sync-wait=0']).argocdSyncWait, { ms: 0, text: '0' });
     assert.equal(parse(['--argocd-sync-windows=false']).argocdSyncWindows, false);
+    assert.equal(parse(['--argocd-clusters']).argocdClusters, true, 'hub mode is one boolean flag');
     assert.deepEqual(parse([], { DRIFTLESS_ARGOCD_SYNC_WAIT: '2m' }).argocdSyncWait, { ms: 120_000, text: '2m' });
     rejects(['--argocd-namespace', 'a,b'], {}, '--argocd-namespace', 'name exactly one namespace');
     rejects(['--argocd-namespace', 'Argo'], {}, '--argocd-namespace', 'is not a namespace name');

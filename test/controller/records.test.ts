@@ -24,6 +24,18 @@ import { config, workload } from './support/summaries.ts';
 
 const START = Date.parse('2026-01-01T00:00:00Z');
 
+test('a hub\'s record names its cluster: by label and name, read back only as that cluster\'s (ADR 0019)', () => {
+  const target = { kind: 'Deployment' as const, namespace: 'prod', name: 'api', uid: 'u-1' };
+  const manifest = recordManifest(target, { restartedFor: '{}', restartAt: undefined }, 'driftless', undefined, 'c0ffee');
+  const metadata = manifest['metadata'] as { name: string; labels: Record<string, string> };
+  assert.equal(metadata.name, 'driftless-record-c0ffee-u-1');
+  assert.equal(metadata.labels['driftless.dev/record-cluster'], 'c0ffee');
+  assert.equal(reduceRecord(manifest, 'c0ffee')?.name, 'driftless-record-c0ffee-u-1');
+  assert.equal(reduceRecord(manifest, 'beef00'), undefined, 'another cluster\'s pipeline never takes it for its own');
+  assert.equal(reduceRecord(manifest), undefined, 'nor does a controller that is no hub');
+  assert.equal(reduceRecord(recordManifest(target, { restartedFor: '{}', restartAt: undefined }, 'driftless'), 'c0ffee'), undefined, 'a single cluster\'s record is no hub cluster\'s');
+});
+
 test('reduceRecord reads back what recordManifest writes, and nothing that is not a record', () => {
   const target = { kind: 'Deployment' as const, namespace: 'prod', name: 'api', uid: 'u-1' };
   const manifest = recordManifest(target, { restartedFor: '{"Secret/db":"v1:a"}', restartAt: '2026-01-01T00:00:01Z' }, 'driftless');

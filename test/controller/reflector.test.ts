@@ -381,3 +381,20 @@ test('no periodic relist by default: with relistMs 0 the only list is the first'
   assert.equal(client.lists[0]?.['resourceVersion'], undefined, 'a consistent list, not resourceVersion=0');
   await reflector.stop();
 });
+
+test('failing from a failed list until the API server answers again, whether with a page or with "not installed"', async () => {
+  const refused = (): Error => new Error('connect ECONNREFUSED 127.0.0.1:6443');
+  const notInstalled = (): Error => new KubeApiError('GET', '/api/v1/namespaces/prod/configmaps', 404, 'NotFound', 'the server could not find the requested resource');
+  // An optional API: unreachable, then absent (the cluster's API server came back without the CRD), then served.
+  const client = new ScriptedClient([refused(), notInstalled(), { items: [cm('a', '1')], resourceVersion: '10' }], []);
+  const { reflector, clock } = start(client);
+  await until('the first error', () => reflector.stats.errors === 1);
+  assert.equal(reflector.failing, true, 'unreachable');
+  await clock.advanceAsync(1_000);
+  await until('the second list', () => client.lists.length === 2 && reflector.absent);
+  assert.equal(reflector.failing, false, 'a 404 is an answer: the cluster is up, the API absent');
+  await clock.advanceAsync(2_000);
+  await until('the third list', () => client.lists.length === 3 && client.watches.length === 1);
+  assert.equal(reflector.failing, false);
+  await reflector.stop();
+});

@@ -13,7 +13,6 @@ import { ClockSkew } from '../../controller/clock-skew.ts';
 import { FakeClock } from '../support/fake-clock.ts';
 import type { ControllerConfig } from '../../controller/config/model.ts';
 import { parseControllerConfig } from '../../controller/config/parse.ts';
-import { RECORD_LABEL } from '../../controller/record/record.ts';
 import { RecordCache } from '../../controller/record/store.ts';
 import { createSkewSampler } from '../../controller/wiring/skew-sampler.ts';
 import { HELM_RELEASE_FIELD_SELECTOR, watchTable, type AnyWatch, type WatchTargets } from '../../controller/wiring/watches.ts';
@@ -44,11 +43,32 @@ function names(watches: readonly AnyWatch[]): string[] {
 
 const PER_NAMESPACE = ['configmaps', 'secrets', 'deployments', 'statefulsets', 'daemonsets', 'cronjobs', 'rollouts', 'deploymentconfigs', 'replicasets', 'pods', 'secretproviderclasspodstatuses'];
 
+test('in hub mode Argo CD\'s objects are read from the hub, and only the Applications deploying to the pipeline\'s cluster are kept', () => {
+  const hub = { id: 'c0ffee', server: 'https://spoke.example', name: 'spoke' };
+  const table = watchTable(configOf(['--namespaces=a', '--argocd-sync-windows']), 'home', targets(), hub);
+  const apps = table.find((w) => w.resource.plural === 'applications');
+  const projects = table.find((w) => w.resource.plural === 'appprojects');
+  assert.equal(apps?.home, true);
+  assert.equal(projects?.home, true);
+  assert.equal(table.filter((w) => w.home === true).length, 3, 'records, Applications, AppProjects: nothing else from the hub');
+  const app = (destination: Record<string, string>) => ({ metadata: { name: 'shop', namespace: 'argocd', resourceVersion: '1' }, spec: { project: 'p', destination } });
+  assert.equal(apps.reduce(app({ server: 'https://spoke.example/', namespace: 'a' }), undefined) !== undefined, true, 'by server (a trailing slash as Argo CD trims it)');
+  assert.equal(apps.reduce(app({ name: 'spoke', namespace: 'a' }), undefined) !== undefined, true, 'by name');
+  assert.equal(apps.reduce(app({ server: 'https://other.example', namespace: 'a' }), undefined), undefined, 'another cluster\'s Application is dropped');
+  assert.equal(apps.reduce(app({ name: 'other', namespace: 'a' }), undefined), undefined);
+  const single = watchTable(configOf(['--namespaces=a', '--argocd-sync-windows']), 'home', targets()).find((w) => w.resource.plural === 'applications');
+  assert.equal(single?.home, undefined, 'without a hub, read from the one cluster');
+  assert.notEqual(single?.reduce(app({ server: 'https://other.example', namespace: 'a' }), undefined), undefined, 'and every Application kept, as before');
+});
+
 test('the records first, then every namespace\'s watches in order; the optional ones only when a flag needs them', () => {
   const plain = watchTable(configOf(['--namespaces=a,b', '--argocd-sync-wait=0', '--argocd-sync-windows=false']), 'home', targets());
   assert.deepEqual(names(plain), ['configmaps in home', ...PER_NAMESPACE.map((p) => `${p} in a`), ...PER_NAMESPACE.map((p) => `${p} in b`)]);
   const records = plain[0];
-  assert.equal(records?.labelSelector, RECORD_LABEL);
+  assert.equal(records?.labelSelector, 'driftless.dev/record,!driftless.dev/record-cluster', 'a hub\'s records are never a single cluster\'s to judge');
+  assert.equal(records.home, true, 'the records are read from the controller\'s own cluster');
+  const hubRecords = watchTable(configOf(['--namespaces=a']), 'home', targets(), { id: 'c0ffee', server: 'https://spoke', name: 'spoke' })[0];
+  assert.equal(hubRecords?.labelSelector, 'driftless.dev/record,driftless.dev/record-cluster=c0ffee', 'in hub mode only its own cluster\'s records');
   assert.equal(records.offWhenForbidden, true);
   assert.equal(plain.find((w) => w.resource.plural === 'secrets')?.fieldSelector, HELM_RELEASE_FIELD_SELECTOR);
   assert.equal(plain.find((w) => w.resource.plural === 'configmaps' && w.namespace === 'a')?.fieldSelector, undefined);

@@ -1,0 +1,149 @@
+/**
+ * Hub mode's wiring (`--argocd-clusters`, ADR 0019): the controller runs
+ * beside Argo CD and manages every cluster Argo CD deploys to. Two watches of
+ * its own, in `--argocd-namespace` of the cluster it runs in — Argo CD's
+ * cluster Secrets (reduced by the parser, cluster-secret.ts) and argocd-cm
+ * (only `cluster.inClusterEnabled`) — feed the registry, which runs one
+ * pipeline per destination (cluster.ts). Their handlers only mark the
+ * registry stale; one sync at a time brings it to what the watches hold.
+ *
+ * Readiness: the hub is ready once its own two watches have listed. A
+ * destination never makes the process unready or unhealthy — a restart of
+ * the controller would not mend a spoke, and it would stop every other
+ * cluster — it shows in `driftless_cluster_up{cluster}` instead.
+ */
+import type { ControllerConfig } from '../config/model.ts';
+import type { HealthSources } from '../http.ts';
+import type { KubeClient } from '../kube/client.ts';
+import { Reflector, type ReflectorTiming } from '../kube/reflector.ts';
+import { collectionPath, OTHER_RESOURCES } from '../kube/resources.ts';
+import { silentWatch } from '../wiring/reflectors.ts';
+import type { RunningPipelines } from '../wiring/single.ts';
+import { startClusterPipeline, type SharedParts } from './cluster.ts';
+import { readClusterSecret, sameConnection } from './cluster-secret.ts';
+import { desiredClusters, sameDestination, type Refusal, type WatchedClusterSecret } from './destinations.ts';
+import { registerHubMetrics } from './hub-metrics.ts';
+import { recordRefusal } from './refusal-event.ts';
+import { ClusterRegistry } from './registry.ts';
+
+/** The label of Argo CD's cluster Secrets. */
+export const CLUSTER_SECRET_SELECTOR = 'argocd.argoproj.io/secret-type=cluster';
+
+/** What the hub is handed: the process-wide parts, with the hub's client. */
+export type HubParts = Omit<SharedParts, 'leading'> & { readonly hubClient: KubeClient };
+
+/** argocd-cm's say on the in-cluster destination: on unless `cluster.inClusterEnabled` is exactly "false", as Argo CD reads it. */
+function reduceArgoCdConfig(raw: unknown): { readonly inClusterEnabled: boolean } {
+  const data = (raw as { data?: Record<string, unknown> } | null)?.data ?? {};
+  const value = data['cluster.inClusterEnabled'];
+  return Object.freeze({ inClusterEnabled: value !== 'false' });
+}
+
+/** A cluster Secret reduced: the parser's result (the connection, credentials included: kept, never logged) and its identity. */
+function reduceClusterSecret(raw: unknown): WatchedClusterSecret {
+  const metadata = (raw as { metadata?: { uid?: unknown; resourceVersion?: unknown } } | null)?.metadata ?? {};
+  return Object.freeze({
+    result: readClusterSecret(raw),
+    uid: typeof metadata.uid === 'string' ? metadata.uid : undefined,
+    resourceVersion: typeof metadata.resourceVersion === 'string' ? metadata.resourceVersion : '',
+  });
+}
+
+function hubReflectors(config: ControllerConfig, parts: HubParts, onChange: () => void): { secrets: Reflector<WatchedClusterSecret>; argocdCm: Reflector<{ readonly inClusterEnabled: boolean }> } {
+  const timing: ReflectorTiming = { silenceMs: config.watchSilenceTimeout.ms, relistMs: config.relistPeriod.ms, backoffBaseMs: 500, backoffMaxMs: 30_000 };
+  const common = { client: parts.hubClient, timing, clock: parts.clock, log: parts.log, onChange };
+  const secrets = new Reflector<WatchedClusterSecret>({
+    name: `cluster secrets in ${config.argocdNamespace}`,
+    path: collectionPath(OTHER_RESOURCES.secrets, config.argocdNamespace),
+    labelSelector: CLUSTER_SECRET_SELECTOR,
+    pageSize: config.listPageSize,
+    reduce: reduceClusterSecret,
+  }, common);
+  const argocdCm = new Reflector<{ readonly inClusterEnabled: boolean }>({
+    name: `argocd-cm in ${config.argocdNamespace}`,
+    path: collectionPath(OTHER_RESOURCES.configMaps, config.argocdNamespace),
+    fieldSelector: 'metadata.name=argocd-cm',
+    pageSize: 1,
+    // Without the permission the in-cluster destination stays on, as it is without argocd-cm.
+    offWhenForbidden: true,
+    reduce: reduceArgoCdConfig,
+  }, common);
+  return { secrets, argocdCm };
+}
+
+/** Starts the hub's watches; clusters start once they have listed. */
+export function startHub(config: ControllerConfig, parts: HubParts): RunningPipelines {
+  const { log, clock } = parts;
+  let becomeLeader: () => void = () => undefined;
+  const leading = new Promise<void>((resolve) => {
+    becomeLeader = resolve;
+  });
+  const shared: SharedParts = { ...parts, leading };
+  const registry = new ClusterRegistry({
+    start: (destination) => startClusterPipeline(destination, shared),
+    same: (a, b) => sameDestination(a, b, sameConnection),
+    log,
+  });
+  let refused: readonly Refusal[] = [];
+  const reported = new Set<string>();
+  let synced = false;
+  let syncing: Promise<void> | undefined;
+  let stale = false;
+  const sync = (): void => {
+    stale = true;
+    if (!synced || syncing !== undefined) return;
+    stale = false;
+    const inClusterEnabled = [...reflectors.argocdCm.store.values()][0]?.inClusterEnabled ?? true;
+    const desired = desiredClusters(reflectors.secrets.store.values(), inClusterEnabled);
+    refused = desired.refused;
+    reportRefusals(desired.refused);
+    syncing = registry.update(desired.destinations).finally(() => {
+      syncing = undefined;
+      if (stale) sync();
+    });
+  };
+  // A refusal is said once per Secret version and reason, by the leader only (a standby's Event would repeat it).
+  const reportRefusals = (refusals: readonly Refusal[]): void => {
+    if (!parts.isLeader()) return;
+    for (const refusal of refusals) {
+      const key = `${refusal.secret}@${refusal.resourceVersion}:${refusal.reason}`;
+      if (reported.has(key)) continue;
+      reported.add(key);
+      log.warn({ secret: `${config.argocdNamespace}/${refusal.secret}`, server: refusal.server, reason: refusal.reason, detail: refusal.detail }, 'cluster Secret refused');
+      void recordRefusal(parts.hubClient, config.argocdNamespace, refusal, { now: () => clock.now(), log, instance: parts.identity, timeoutMs: parts.writeTimeoutMs });
+    }
+  };
+  const reflectors = hubReflectors(config, parts, sync);
+  const hubWatches = [reflectors.secrets, reflectors.argocdCm];
+  registerHubMetrics(parts.metrics.controller.registry, {
+    clusters: () => registry.states(),
+    refused: () => refused.map((r) => ({ secret: `${config.argocdNamespace}/${r.secret}`, reason: r.reason })),
+  });
+  for (const reflector of hubWatches) reflector.start();
+  const hubSynced = Promise.all(hubWatches.map((r) => r.whenSynced())).then(() => {
+    synced = true;
+    log.info({ clusterSecrets: reflectors.secrets.store.size }, 'cluster Secrets listed');
+    sync();
+  });
+  const health: HealthSources = {
+    ready: () => synced,
+    unhealthy: () => silentWatch(hubWatches, clock.now(), 2 * config.watchSilenceTimeout.ms),
+  };
+  return {
+    health,
+    reconcileWhen: (lead) => {
+      void lead.then(() => {
+        becomeLeader();
+        sync();
+      });
+      return Promise.all([hubSynced, lead]).then(() => undefined);
+    },
+    async drain() {
+      await registry.close();
+      return true;
+    },
+    async close() {
+      await Promise.all(hubWatches.map((r) => r.stop()));
+    },
+  };
+}

@@ -1,0 +1,121 @@
+/**
+ * The hub's clusters as they run: one running pipeline per destination,
+ * started when its cluster appears, stopped when it goes, and stopped then
+ * started again when its connection or scope changes (destinations.ts
+ * `sameDestination`). Changes of one cluster are applied one after the other
+ * (a chain per server), so two pipelines never run for one cluster at once:
+ * the old one is stopped — its writes fenced off, drained, its watches and
+ * client closed — before the new one starts. Clusters are independent: a
+ * cluster that is slow to stop or never syncs holds up no other.
+ *
+ * `owns` filters the destinations this replica runs; today every one. Sharding
+ * clusters across replicas on Leases (issue 22 §3) narrows it per replica.
+ */
+import type { Logger } from 'pino';
+import type { Destination } from './destinations.ts';
+
+/** A cluster's pipeline as the registry runs it. */
+export interface RunningCluster {
+  /** 1 for `driftless_cluster_up`: every first list completed, no list or watch failing, none silent past its bound. */
+  up(): boolean;
+  /**
+   * Stops the cluster's pipeline; never throws. `removed` (the cluster left, or reconnects): not one more write
+   * there, in flight or not, then the drain. Otherwise (the process stops): the reconciles in flight finish
+   * first, as a single cluster's do. Then the watches stop and the client closes.
+   */
+  stop(removed: boolean): Promise<void>;
+}
+
+/** What the registry needs. */
+export interface RegistryDeps {
+  /** Starts a destination's pipeline (connects, starts its watches); throws when it cannot even connect. */
+  start(destination: Destination): RunningCluster;
+  /** Whether two destinations of one server can share a pipeline. */
+  same(a: Destination, b: Destination): boolean;
+  /** This replica's clusters (today: all). */
+  owns?(destination: Destination): boolean;
+  readonly log: Logger;
+}
+
+interface Entry {
+  destination: Destination;
+  running: RunningCluster | undefined;
+  /** Why it could not be started, when it could not. */
+  failed: string | undefined;
+}
+
+/** The running clusters, by server URL. */
+export class ClusterRegistry {
+  readonly #deps: RegistryDeps;
+  readonly #entries = new Map<string, Entry>();
+  /** Per server, the last change applied or being applied. */
+  readonly #chains = new Map<string, Promise<void>>();
+  #closed = false;
+
+  constructor(deps: RegistryDeps) {
+    this.#deps = deps;
+  }
+
+  /** Brings the running clusters to `desired`; resolves once every change is applied. */
+  update(desired: ReadonlyMap<string, Destination>): Promise<void> {
+    if (this.#closed) return Promise.resolve();
+    const owns = (destination: Destination): boolean => this.#deps.owns?.(destination) ?? true;
+    const servers = new Set([...this.#entries.keys(), ...desired.keys()]);
+    const changes: Promise<void>[] = [];
+    for (const server of servers) {
+      const wanted = desired.get(server);
+      changes.push(this.#apply(server, wanted !== undefined && owns(wanted) ? wanted : undefined));
+    }
+    return Promise.all(changes).then(() => undefined);
+  }
+
+  /** Queues one server's change after its previous one. */
+  #apply(server: string, wanted: Destination | undefined, closing = false): Promise<void> {
+    const next = (this.#chains.get(server) ?? Promise.resolve()).then(() => this.#change(server, wanted, closing));
+    this.#chains.set(server, next);
+    return next;
+  }
+
+  async #change(server: string, wanted: Destination | undefined, closing = false): Promise<void> {
+    const entry = this.#entries.get(server);
+    if (entry !== undefined && wanted !== undefined && this.#deps.same(entry.destination, wanted)) {
+      entry.destination = wanted;
+      return;
+    }
+    if (entry !== undefined) {
+      this.#entries.delete(server);
+      this.#deps.log.info({ cluster: entry.destination.name, server, why: closing ? 'shutdown' : wanted === undefined ? 'removed' : 'connection or scope changed' }, 'stopping cluster');
+      await entry.running?.stop(!closing);
+      this.#deps.log.info({ cluster: entry.destination.name, server }, 'stopped cluster');
+    }
+    if (wanted === undefined || this.#closed) return;
+    let running: RunningCluster | undefined;
+    let failed: string | undefined;
+    try {
+      running = this.#deps.start(wanted);
+      this.#deps.log.info({ cluster: wanted.name, server, namespaces: wanted.namespaces ?? 'all' }, 'started cluster');
+    } catch (error) {
+      // A connection that cannot even be built (a bad CA, an exec plugin missing): this cluster is down, visibly.
+      failed = error instanceof Error ? error.message : String(error);
+      this.#deps.log.warn({ cluster: wanted.name, server, err: error }, 'cannot connect to cluster');
+    }
+    this.#entries.set(server, { destination: wanted, running, failed });
+  }
+
+  /** Each running cluster by name, and whether it is up (for `driftless_cluster_up`). */
+  states(): { readonly name: string; readonly server: string; readonly up: boolean }[] {
+    return [...this.#entries.values()].map((entry) => ({ name: entry.destination.name, server: entry.destination.server, up: entry.running?.up() ?? false }));
+  }
+
+  /** The destination of a server, while it runs (tests, logs). */
+  has(server: string): boolean {
+    return this.#entries.has(server);
+  }
+
+  /** Stops every cluster (after the changes in flight); no cluster is started afterwards. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    await Promise.all(this.#chains.values());
+    await Promise.all([...this.#entries.keys()].map((server) => this.#apply(server, undefined, true)));
+  }
+}
