@@ -34,7 +34,10 @@ async function processTable(): Promise<Map<number, { ppid: number; name: string;
     const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
     const field = (key: string): string => new RegExp(`^${key}:\\s*(.*)$`, 'm').exec(status)?.[1] ?? '';
     if (status === '') continue;
-    table.set(pid, { ppid: Number(field('PPid')), name: field('Name'), rssKiB: Number.parseInt(field('VmRSS') || '0', 10) });
+    // The Kubernetes components are one multi-call binary: name them by their role (its first argument).
+    const argv = (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).split('\0');
+    const name = field('Name') === 'k8s' ? (argv[1] ?? 'k8s') : field('Name');
+    table.set(pid, { ppid: Number(field('PPid')), name, rssKiB: Number.parseInt(field('VmRSS') || '0', 10) });
   }
   return table;
 }
@@ -73,7 +76,7 @@ async function measure(parallel: boolean, withMemory: boolean): Promise<{ startS
     const total = [...memory.values()].reduce((sum, { mib }) => sum + mib, 0);
     process.stdout.write(`memory after start (VmRSS, MiB), total ${total.toFixed(0)}:\n`);
     for (const [name, { count, mib }] of [...memory].sort((a, b) => b[1].mib - a[1].mib)) {
-      process.stdout.write(`  ${name.padEnd(16)} ×${count}  ${mib.toFixed(0)}\n`);
+      process.stdout.write(`  ${name.padEnd(24)} ×${count}  ${mib.toFixed(0)}\n`);
     }
   }
   const stopping = performance.now();

@@ -6,6 +6,7 @@
  * from each cluster, and who wrote it from each spoke's audit log.
  */
 import assert from 'node:assert/strict';
+import { X509Certificate } from 'node:crypto';
 import { stringify } from 'yaml';
 import type { ApiClient, KubeObject } from './api.ts';
 import { argoCdNamespace } from './argocd.ts';
@@ -100,6 +101,11 @@ fixture.test('each spoke is a cluster Secret in the hub, as argocd cluster add w
     assert.equal(field('name'), spoke.name);
     assert.equal(field('server'), spoke.server);
     assert.match(spoke.server, /^https:\/\/127\.0\.0\.1:\d+$/);
+    // The spoke's certificate file starts with its serving certificate (the self-signed CA follows):
+    // Argo CD checks the server's name against it, as it would a real cluster's (`insecure: false`).
+    const serving = new X509Certificate(spoke.cluster.ca);
+    assert.ok(serving.subjectAltName?.split(', ').includes('IP Address:127.0.0.1'), `SANs: ${serving.subjectAltName}`);
+    assert.equal(serving.checkIP('127.0.0.1'), '127.0.0.1');
     // Only the config's shape is compared: its token is a credential and must not reach an assertion message.
     const config = JSON.parse(field('config')) as { bearerToken?: unknown; tlsClientConfig?: { insecure?: unknown; caData?: unknown } };
     assert.deepEqual(Object.keys(config).sort(), ['bearerToken', 'tlsClientConfig']);
