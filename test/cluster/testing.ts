@@ -6,6 +6,7 @@ import { after, before, test, type TestContext } from 'node:test';
 import type { ApiClient, KubeList, KubeObject } from './api.ts';
 import { startArgoCD, type ArgoCD, type ArgoCdOptions } from './argocd.ts';
 import { startCluster, type Cluster, type ClusterOptions } from './harness.ts';
+import { startHubAndSpokes, type HubAndSpokes, type HubAndSpokesOptions, type Spoke } from './spokes.ts';
 import { assertScratchDirsRemoved } from '../support/temp-dirs.ts';
 import { waitFor, type WaitOptions } from '../support/wait.ts';
 
@@ -104,6 +105,71 @@ export function useArgoCD(options: ClusterOptions & ArgoCdOptions = {}): ArgoCdF
           if (destination?.namespace === namespace) await argocd.deleteApplication(app.metadata?.name ?? '');
         }
         await cluster.admin.send('DELETE', `/api/v1/namespaces/${namespace}`);
+      });
+    },
+  };
+}
+
+/** What a hub-and-spokes test receives. */
+export interface SpokesTestContext {
+  /** The cluster Argo CD runs in. */
+  readonly hub: Cluster;
+  readonly argocd: ArgoCD;
+  /** The registered spokes, in the order of `spokeNames` (default `spoke-a`, `spoke-b`). */
+  readonly spokes: readonly Spoke[];
+  /** A namespace of the same name, created for this test alone in the hub and in every spoke. */
+  readonly namespace: string;
+  readonly t: TestContext;
+}
+
+/** A hub with Argo CD and registered spokes, shared by the tests of one file. */
+export interface SpokesFixture {
+  /** Declares a test that runs in its own namespace (the same name in every cluster). */
+  test(name: string, body: (context: SpokesTestContext) => Promise<void>, options?: { timeout?: number }): void;
+}
+
+/** Creates the namespace `name` and waits for its default ServiceAccount (pods need it). */
+async function createNamespace(cluster: Cluster, name: string): Promise<void> {
+  await cluster.admin.request('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
+  await waitFor(`ServiceAccount ${name}/default`, async () =>
+    (await cluster.admin.send('GET', `/api/v1/namespaces/${name}/serviceaccounts/default`)).status === 200,
+  );
+}
+
+/**
+ * Starts a hub with Argo CD and the spokes (side by side, see `startHubAndSpokes`), each spoke
+ * registered as `argocd cluster add` registers one, before the file's tests; stops them after. A
+ * failing test prints every cluster's and Argo CD's logs and every Application's status.
+ */
+export function useSpokes(options: HubAndSpokesOptions = {}): SpokesFixture {
+  let system: HubAndSpokes | undefined;
+  before(async () => {
+    system = await startHubAndSpokes(options);
+  }, { timeout: 60 * 60_000 });
+  after(async () => {
+    await system?.stop();
+    assertScratchDirsRemoved();
+  });
+  return {
+    test(name, body, testOptions = {}) {
+      test(name, { timeout: testOptions.timeout ?? 240_000 }, async (t) => {
+        if (!system) throw new Error('the hub, Argo CD or a spoke did not start (see the before hook)');
+        const { hub, argocd, spokes } = system;
+        const namespace = await hub.newNamespace();
+        await Promise.all(spokes.map((spoke) => createNamespace(spoke.cluster, namespace)));
+        try {
+          await body({ hub, argocd, spokes, namespace, t });
+        } catch (error) {
+          process.stderr.write(`\n${name} failed; logs of the hub, Argo CD and the spokes:\n${await system.logs()}\n`);
+          throw error;
+        }
+        for (const app of await argocd.listApplications()) {
+          const destination = app.spec?.['destination'] as { namespace?: string } | undefined;
+          if (destination?.namespace === namespace) await argocd.deleteApplication(app.metadata?.name ?? '');
+        }
+        for (const cluster of [hub, ...spokes.map((spoke) => spoke.cluster)]) {
+          await cluster.admin.send('DELETE', `/api/v1/namespaces/${namespace}`);
+        }
       });
     },
   };
