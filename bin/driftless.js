@@ -14,7 +14,11 @@ const { default: module } = await import('node:module');
 module.enableCompileCache?.();
 // The controller is a separate entry point, so the plugin's cold start never loads its dependencies.
 // `explain --live` reads the cluster with the controller's code, so it is routed there too.
+// Both load @kubernetes/client-node's KubeConfig, whose generated API barrel is most of the controller's
+// idle memory: the resolve hook that leaves it out has to be in place before their modules are resolved.
 const command = process.argv[2];
+const live = command === 'explain' && process.argv.slice(3).includes('--live');
+if (command === 'controller' || live) await import('../controller/kube/slim-client-node.ts');
 if (command === 'controller') await import('../controller/main.ts');
-else if (command === 'explain' && process.argv.slice(3).includes('--live')) await import('../controller/explain/main.ts');
+else if (live) await import('../controller/explain/main.ts');
 else await import('../plugin/main.ts');

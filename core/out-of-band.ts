@@ -1,5 +1,16 @@
-import { LineCounter, isAlias, isMap, isScalar, isSeq, parseDocument } from 'yaml';
+import { createRequire } from 'node:module';
 import type { Node, Pair } from 'yaml';
+
+let yamlModule: typeof import('yaml') | undefined;
+
+/**
+ * The `yaml` package, loaded on the first out-of-band file read: the controller's idle process and
+ * most renders never read one, and yaml is ~70 modules (ADR 0021). `require` keeps the read synchronous.
+ */
+function yaml(): typeof import('yaml') {
+  yamlModule ??= createRequire(import.meta.url)('yaml') as typeof import('yaml');
+  return yamlModule;
+}
 
 /**
  * The out-of-band file (`.driftless/out-of-band` at the app's source path;
@@ -96,8 +107,8 @@ export function listedOutOfBand(
  * Throws OutOfBandFileError naming the line and the field.
  */
 export function parseOutOfBandFile(text: string, file: string): OutOfBandIndex {
-  const lines = new LineCounter();
-  const document = parseDocument(text, { version: '1.1', uniqueKeys: true, strict: true, prettyErrors: false, merge: false, lineCounter: lines });
+  const lines = new (yaml().LineCounter)();
+  const document = yaml().parseDocument(text, { version: '1.1', uniqueKeys: true, strict: true, prettyErrors: false, merge: false, lineCounter: lines });
   const lineAt = (offset: number | undefined): number => (offset === undefined ? 1 : lines.linePos(offset).line);
   const lineOf = (node: Node | null | undefined): number => lineAt(node?.range?.[0]);
   const problem = document.errors[0] ?? document.warnings[0];
@@ -107,30 +118,30 @@ export function parseOutOfBandFile(text: string, file: string): OutOfBandIndex {
   const root = document.contents;
   if (root === null) throw new OutOfBandFileError(file, 1, `is empty; it must hold version: ${OUT_OF_BAND_VERSION} and configs`);
   rejectDecorations(root, file, lineOf);
-  if (!isMap(root)) throw new OutOfBandFileError(file, lineOf(root), 'must be a mapping with version and configs');
+  if (!yaml().isMap(root)) throw new OutOfBandFileError(file, lineOf(root), 'must be a mapping with version and configs');
   const top = fieldsOf(root.items, ['version', 'configs'], '', file, lineOf);
   const version = top.get('version');
   if (version === undefined) throw new OutOfBandFileError(file, lineOf(root), 'version is missing');
-  if (!isScalar(version) || version.value !== OUT_OF_BAND_VERSION) {
+  if (!yaml().isScalar(version) || version.value !== OUT_OF_BAND_VERSION) {
     throw new OutOfBandFileError(file, lineOf(version), `version must be ${OUT_OF_BAND_VERSION} (the only format this plugin reads)`);
   }
   const configs = top.get('configs');
   if (configs === undefined) throw new OutOfBandFileError(file, lineOf(root), 'configs is missing');
-  if (!isSeq(configs)) throw new OutOfBandFileError(file, lineOf(configs), 'configs must be a list');
+  if (!yaml().isSeq(configs)) throw new OutOfBandFileError(file, lineOf(configs), 'configs must be a list');
 
   const entries: OutOfBandEntry[] = [];
   const byKey = new Map<string, OutOfBandEntry>();
   configs.items.forEach((item, i) => {
     const at = `configs[${i}]`;
     const node = item as Node;
-    if (!isMap(node)) throw new OutOfBandFileError(file, lineOf(node), `${at} must be a mapping with ${FIELDS.join(', ')}`);
+    if (!yaml().isMap(node)) throw new OutOfBandFileError(file, lineOf(node), `${at} must be a mapping with ${FIELDS.join(', ')}`);
     const fields = fieldsOf(node.items, FIELDS, `${at}.`, file, lineOf);
     const text: Partial<Record<(typeof FIELDS)[number], string>> = {};
     for (const name of FIELDS) {
       const value = fields.get(name);
       if (value === undefined) throw new OutOfBandFileError(file, lineOf(node), `${at}.${name} is missing`);
-      if (!isScalar(value) || typeof value.value !== 'string') {
-        throw new OutOfBandFileError(file, lineOf(value), `${at}.${name} must be a string${isScalar(value) ? ' (quote it: YAML 1.1 reads it as another type)' : ''}`);
+      if (!yaml().isScalar(value) || typeof value.value !== 'string') {
+        throw new OutOfBandFileError(file, lineOf(value), `${at}.${name} must be a string${yaml().isScalar(value) ? ' (quote it: YAML 1.1 reads it as another type)' : ''}`);
       }
       text[name] = value.value;
     }
@@ -169,7 +180,7 @@ function fieldsOf(
   const fields = new Map<string, Node>();
   for (const pair of pairs) {
     const key = pair.key as Node | null;
-    const name = isScalar(key) ? key.value : undefined;
+    const name = yaml().isScalar(key) ? key.value : undefined;
     if (typeof name !== 'string' || !allowed.includes(name)) {
       const shown = typeof name === 'string' && /^[A-Za-z][A-Za-z0-9]{0,40}$/.test(name) ? ` ${name}` : '';
       throw new OutOfBandFileError(file, lineOf(key), `${prefix}unknown field${shown}; the fields are ${allowed.join(', ')}`);
@@ -184,17 +195,17 @@ function rejectDecorations(node: Node, file: string, lineOf: (node: Node | null 
   const visit = (n: unknown): void => {
     if (n === null || typeof n !== 'object') return;
     const item = n as Node;
-    if (isAlias(item)) throw new OutOfBandFileError(file, lineOf(item), 'aliases are not allowed here');
+    if (yaml().isAlias(item)) throw new OutOfBandFileError(file, lineOf(item), 'aliases are not allowed here');
     if (typeof item.anchor === 'string') throw new OutOfBandFileError(file, lineOf(item), 'anchors are not allowed here');
     // yaml sets `tag` on a node only for an explicit tag in the source (`!!str 2`).
     if (typeof item.tag === 'string') throw new OutOfBandFileError(file, lineOf(item), 'explicit tags are not allowed here');
-    if (isMap(item)) {
+    if (yaml().isMap(item)) {
       for (const pair of item.items) {
         visit(pair.key);
         visit(pair.value);
       }
     }
-    if (isSeq(item)) for (const child of item.items) visit(child);
+    if (yaml().isSeq(item)) for (const child of item.items) visit(child);
   };
   visit(node);
 }

@@ -10,7 +10,8 @@
  * the informer stops for good on a non-410 error (see ADR 0007). Raw JSON
  * keeps a Secret's payload alive only until the reducer has digested it.
  */
-import { KubeConfig, RequestContext, HttpMethod } from '@kubernetes/client-node';
+import { KubeConfig } from '@kubernetes/client-node/dist/config.js';
+import { HttpMethod, RequestContext } from '@kubernetes/client-node/dist/gen/http/http.js';
 import { StringDecoder } from 'node:string_decoder';
 import { getGlobalDispatcher, type Dispatcher } from 'undici';
 import { KubeApiError, KubeConfigError, KubeTransportError, type StatusDetails } from './errors.ts';

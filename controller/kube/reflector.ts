@@ -68,6 +68,13 @@ export interface ReflectorSpec<S> {
  */
 export const PAGE_TARGET_BYTES = 512 * 1024;
 
+/**
+ * The first page's `limit`, before the size of the objects is known: at `--list-page-size` (100) a first
+ * page of 64 KiB Secrets is ~9 MB of JSON, parsed whole, and of 1 MiB Secrets ~140 MB, which a
+ * heap bounded at 192 MB may not survive. Ten objects cost one request more for small ones (ADR 0021).
+ */
+export const FIRST_PAGE_LIMIT = 10;
+
 /** A watch that ends sooner than this without an event is a "very short watch" (client-go's bound is 1 s). */
 export const SHORT_WATCH_MS = 1000;
 
@@ -157,7 +164,7 @@ export class Reflector<S> {
     this.#log = deps.log.child({ reflector: spec.name });
     this.#onChange = deps.onChange;
     this.#hooks = deps.hooks ?? {};
-    this.#pageLimit = spec.pageSize;
+    this.#pageLimit = Math.min(spec.pageSize, FIRST_PAGE_LIMIT);
   }
 
   /** The reduced objects by `namespace/name`. */

@@ -8,7 +8,7 @@
  */
 import { lstat, mkdir, mkdtemp, readdir, readFile, realpath, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { simpleGit, type SimpleGit } from 'simple-git';
+import type { SimpleGit } from 'simple-git';
 import { OUT_OF_BAND_FILE, OutOfBandFileError } from '../../core/index.ts';
 import { sleep, type Clock } from '../clock.ts';
 import type { GitCredentials } from './credentials.ts';
@@ -91,6 +91,8 @@ export async function runGitJob(job: GitJob, settings: GitRunSettings): Promise<
       });
     }
     const signingEnv = signing?.env ?? {};
+    // Loaded on the first job: a controller that never writes back never loads it (ADR 0021).
+    const { simpleGit } = await import('simple-git');
     const gitAt = (baseDir: string): SimpleGit =>
       simpleGit({
         baseDir,

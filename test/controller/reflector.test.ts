@@ -4,7 +4,7 @@ import { pino } from 'pino';
 import { FakeClock, settle } from '../support/fake-clock.ts';
 import type { KubeClient, RequestOptions, WatchStream } from '../../controller/kube/client.ts';
 import { KubeApiError } from '../../controller/kube/errors.ts';
-import { Reflector, type ReflectorTiming } from '../../controller/kube/reflector.ts';
+import { FIRST_PAGE_LIMIT, PAGE_TARGET_BYTES, Reflector, type ReflectorTiming } from '../../controller/kube/reflector.ts';
 
 type Query = Readonly<Record<string, string | number | boolean | undefined>>;
 
@@ -44,7 +44,9 @@ class ScriptedClient implements KubeClient {
       throw new Error('aborted');
     }
     if (step instanceof Error) throw step;
-    return { items: step.items, metadata: { resourceVersion: step.resourceVersion ?? '', continue: step.continue } } as T;
+    const page = { items: step.items, metadata: { resourceVersion: step.resourceVersion ?? '', continue: step.continue } };
+    options.onResponseBytes?.(Buffer.byteLength(JSON.stringify(page)));
+    return page as T;
   }
 
   async watch(path: string, query: Query, signal: AbortSignal): Promise<WatchStream> {
@@ -78,14 +80,14 @@ const TIMING: ReflectorTiming = { silenceMs: 60_000, relistMs: 3_600_000, backof
 
 type Change = readonly [key: string, previous: string | undefined, next: string | undefined];
 
-function start(client: ScriptedClient, options: { clock?: FakeClock; onChange?: (change: Change) => void; offWhenForbidden?: boolean } = {}) {
+function start(client: ScriptedClient, options: { clock?: FakeClock; onChange?: (change: Change) => void; offWhenForbidden?: boolean; pageSize?: number } = {}) {
   const clock = options.clock ?? new FakeClock(1_000_000);
   const changes: Change[] = [];
   const reflector = new Reflector<Summary>({
     name: 'configmaps in prod',
     path: '/api/v1/namespaces/prod/configmaps',
     labelSelector: 'team=a',
-    pageSize: 2,
+    pageSize: options.pageSize ?? 2,
     ...(options.offWhenForbidden === undefined ? {} : { offWhenForbidden: options.offWhenForbidden }),
     reduce: (raw) => {
       const object = raw as { metadata: { resourceVersion: string }; data: { v: string } };
@@ -304,6 +306,22 @@ test('stop() ends the loop, in a watch or in a backoff', async () => {
   assert.equal(second.clock.pendingTimers, 0, 'no timer left armed');
   assert.equal(second.reflector.synced, false, 'a failed list never counts as synced');
   await second.reflector.whenSynced();
+});
+
+test('the first page asks for a few objects; later pages are sized by the bytes per object seen, up to the page size', async () => {
+  const big = (name: string): unknown => cm(name, '1', 'x'.repeat(64 * 1024));
+  const small = (name: string): unknown => cm(name, '1');
+  const client = new ScriptedClient([
+    { items: Array.from({ length: FIRST_PAGE_LIMIT }, (_, index) => big(`b${index}`)), continue: 'page-2' },
+    { items: [small('s')], resourceVersion: '100' },
+  ], []);
+  const { reflector } = start(client, { pageSize: 100 });
+  await reflector.whenSynced();
+  // An unknown collection's first page is bounded by count (a page of 100 Secrets of 1 MiB would be ~140 MB of JSON)...
+  assert.equal(client.lists[0]?.['limit'], FIRST_PAGE_LIMIT);
+  // ...and the next one by PAGE_TARGET_BYTES (512 KiB) over the little more than 64 KiB per object of the first.
+  assert.equal(PAGE_TARGET_BYTES, 512 * 1024);
+  assert.equal(client.lists[1]?.['limit'], 7);
 });
 
 test('an optional watch refused (403) is synced, empty and off for good, with one Warning; a required one keeps retrying', async () => {
