@@ -4,7 +4,9 @@
  * (kube/client.ts). The credentials live only in this in-memory KubeConfig;
  * nothing is written to disk. See ADR 0020.
  */
-import { KubeConfig, type Cluster, type User } from '@kubernetes/client-node';
+// From its own module, not the package index, which loads client-node's whole generated API (ADR 0021).
+import { KubeConfig } from '@kubernetes/client-node/dist/config.js';
+import type { Cluster, User } from '@kubernetes/client-node/dist/config_types.js';
 import type https from 'node:https';
 import type { ArgoCluster } from './cluster-secret.ts';
 import { ExecCredentialSource } from './exec-credential.ts';

@@ -15,6 +15,8 @@ const OWNER = 'core/annotations.ts';
 const NOT_KEYS: Readonly<Record<string, string>> = {
   // A label, owned by the record store.
   "'driftless.dev/record'": 'controller/record/record.ts',
+  // A label too: which cluster a hub's record belongs to (ADR 0019).
+  "'driftless.dev/record-cluster'": 'controller/record/record.ts',
   // The reporting component of Events.
   "'driftless.dev/controller'": 'controller/events.ts',
   // The schema of a notification's JSON body.
