@@ -76,7 +76,8 @@ describe('the images built from the Dockerfile', () => {
       assert.equal(image.labels['org.opencontainers.image.title'], `driftless-${image.target}`);
     }
     assert.deepEqual(images.leftInTmp, [], 'no RUN step leaves anything in /tmp (a docker build would commit it)');
-    assert.ok(controller.sizeBytes < plugin.sizeBytes, 'the controller image is the smaller one');
+    // Sizes are figures, not a property: the controller's git, ssh and gpg (~80 MB) weigh about what the plugin's helm and
+    // kustomize do, so which is smaller turns on a few MB (what each image ships is checked in the next test).
     t.diagnostic(`plugin ${(plugin.sizeBytes / 1e6).toFixed(0)} MB, controller ${(controller.sizeBytes / 1e6).toFixed(0)} MB (uncompressed)`);
     t.diagnostic(`build steps this run: ${JSON.stringify(images.timings)}`);
   });
@@ -94,6 +95,7 @@ describe('the images built from the Dockerfile', () => {
       assert.ok(!has(controller, path), `the controller image has no /${path}`);
     }
     assert.ok(has(controller, 'opt/driftless/controller/main.ts'), 'the controller image has the controller');
+    assert.ok((await readdir(join(controller.rootfs, 'opt/driftless/node-compile-cache'))).length > 0, 'the controller\'s compile cache is primed (ADR 0021)');
     for (const image of [plugin, controller]) {
       for (const path of ['root/.npm', 'tmp/npm', 'tmp/node-compile-cache', 'root/.cache', 'go']) {
         assert.ok(!has(image, path), `${image.target}: no /${path}`);
