@@ -412,9 +412,11 @@ async function startFigures(cluster: Cluster, controller: ControllerProcess, spa
 }
 
 /** The controller's own counters from its /metrics. */
-async function controllerCounters(http: string): Promise<{ requests: number; relists: number }> {
+async function controllerCounters(http: string): Promise<{ requests: number; relists: number; relistLines: string }> {
   const text = await (await fetch(`http://${http}/metrics`)).text();
-  return { requests: metricSum(text, 'driftless_api_requests_total'), relists: metricSum(text, 'driftless_relists_total') };
+  // Per resource, so a relist in the steady window says which reflector made it.
+  const relistLines = text.split('\n').filter((line) => line.startsWith('driftless_relists_total{')).join(', ');
+  return { requests: metricSum(text, 'driftless_api_requests_total'), relists: metricSum(text, 'driftless_relists_total'), relistLines };
 }
 
 /** Over `STEADY_MS` under the churn: the controller's requests/s, relists, CPU per 1,000 watch events and RSS at the end. */
@@ -429,6 +431,7 @@ async function steadyFigures(cluster: Cluster, controller: ControllerProcess, ht
   const windowS = seconds(before.at);
   abort.abort();
   const cpuMs = after.cpuMs - before.cpuMs;
+  log(`relists before the steady window: ${before.relistLines}\nafter it: ${after.relistLines}`);
   return { windowS, requestsPerS: (after.requests - before.requests) / windowS, relists: after.relists - before.relists, events, cpuMs, cpuMsPer1000Events: events === 0 ? Number.NaN : (cpuMs / events) * 1000, steadyRssMb: after.rssMb };
 }
 
