@@ -1,7 +1,8 @@
 /**
  * The harness leaves nothing behind: after `stop()` no component process of
- * the cluster is left and its temp dir is gone; and a ServiceAccount
- * kubeconfig from `kubeconfigFor` authenticates as that account.
+ * the cluster is left and its temp dir is gone; a ServiceAccount
+ * kubeconfig from `kubeconfigFor` authenticates as that account; and the
+ * controller manager stops and starts again (bench/scale.ts fills a cluster in between).
  */
 import assert from 'node:assert/strict';
 import { readdir, readFile, stat } from 'node:fs/promises';
@@ -9,6 +10,7 @@ import test from 'node:test';
 import { parse } from 'yaml';
 import { createApiClient } from './api.ts';
 import { startCluster } from './harness.ts';
+import { podTemplate, waitForDeploymentRollout } from './testing.ts';
 
 /** Pids of processes whose command line mentions `needle` (the cluster's state dir). */
 async function processesMentioning(needle: string): Promise<number[]> {
@@ -50,6 +52,19 @@ test('stop() ends every component and removes the state dir', { timeout: 60 * 60
     } finally {
       robot.close();
     }
+
+    await cluster.stopControllerManager();
+    assert.equal((await processesMentioning(cluster.stateDir)).length, 4, 'the controller manager stopped, the rest runs');
+    await cluster.startControllerManager();
+    assert.equal((await processesMentioning(cluster.stateDir)).length, 5, 'the controller manager runs again');
+    // Started again, it does its work: a Deployment gets its ReplicaSet and a Ready pod.
+    await cluster.admin.request('POST', `/apis/apps/v1/namespaces/${namespace}/deployments`, {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'after-restart' },
+      spec: { replicas: 1, selector: { matchLabels: { app: 'after-restart' } }, template: podTemplate({ app: 'after-restart' }) },
+    });
+    await waitForDeploymentRollout(cluster.admin, namespace, 'after-restart');
 
     await cluster.stop();
     stopped = true;

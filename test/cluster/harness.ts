@@ -45,6 +45,12 @@ export interface ClusterOptions {
   readonly auditLog?: boolean;
   /** Also run the real Argo Rollouts controller (default false). */
   readonly rolloutsController?: boolean;
+  /**
+   * kube-controller-manager's client rate limit, requests per second (default 200; the burst is twice
+   * that). A benchmark that fills the cluster with tens of thousands of objects raises it, so the
+   * controllers' status writes after the fill are not paced by the test cluster's own setting.
+   */
+  readonly controllerManagerQps?: number;
   /** Keep the temp dir (state and logs) after `stop()` (default: only if DRIFTLESS_KEEP_CLUSTER is set). */
   readonly keepStateDir?: boolean;
   /**
@@ -103,6 +109,14 @@ export interface Cluster {
   stopApiServer(): Promise<void>;
   /** Starts a stopped kube-apiserver again on the same port and data; resolves once it is ready. */
   startApiServer(): Promise<void>;
+  /**
+   * Stops kube-controller-manager until `startControllerManager()`. A benchmark that creates pods
+   * already owned by their ReplicaSets, StatefulSets and DaemonSets does so while it is stopped:
+   * running, it would create pods of its own for every owner whose pods are not all there yet.
+   */
+  stopControllerManager(): Promise<void>;
+  /** Starts kube-controller-manager again after `stopControllerManager()` (no-op while it runs). */
+  startControllerManager(): Promise<void>;
   /** The last lines of every component's log, for a failing test to print. */
   logs(lines?: number): Promise<string>;
   /** Stops every component and removes the temp dir. Idempotent. */
@@ -368,7 +382,8 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     await milestone('scheduler and kwok started, nodes created');
     await crdsInstalled;
     await milestone('CRDs established');
-    run({
+    const controllerManagerQps = options.controllerManagerQps ?? 200;
+    const controllerManagerSpec = {
       name: 'kube-controller-manager',
       command: binaries.k8s,
       args: [
@@ -381,12 +396,13 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
         `--service-account-private-key-file=${saKeyFile}`,
         `--root-ca-file=${join(certDir, 'apiserver.crt')}`,
         '--use-service-account-credentials=false',
-        '--kube-api-qps=200',
-        '--kube-api-burst=400',
+        `--kube-api-qps=${controllerManagerQps}`,
+        `--kube-api-burst=${2 * controllerManagerQps}`,
         // Pods from terminated Jobs and deleted owners go quickly in tests.
         '--terminated-pod-gc-threshold=100',
       ],
-    });
+    };
+    run(controllerManagerSpec);
     await waitFor(
       'the fake nodes to become Ready',
       async () => {
@@ -484,6 +500,13 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
       async startApiServer() {
         run(apiServerSpec);
         await apiServerReady();
+      },
+      async stopControllerManager() {
+        await components.get('kube-controller-manager')?.stop();
+      },
+      async startControllerManager() {
+        if (components.get('kube-controller-manager')?.exited() === false) return;
+        run(controllerManagerSpec);
       },
       logs,
       stop,
