@@ -7,7 +7,7 @@
 import { KubeConfig, type Cluster, type User } from '@kubernetes/client-node';
 import type https from 'node:https';
 import { KubeApiError, KubeConfigError, KubeTransportError } from '../kube/errors.ts';
-import type { KubeClient } from '../kube/client.ts';
+import { loadKubeConfig, type KubeClient } from '../kube/client.ts';
 import type { ArgoCluster } from './cluster-secret.ts';
 import { ExecCredentialSource } from './exec-credential.ts';
 
@@ -72,8 +72,8 @@ function userOf(cluster: ArgoCluster, name: string): User {
 
 /** The in-cluster destination: our own pod's service account, its token replaced by the Secret's credentials when it has some. */
 function inClusterKubeConfig(cluster: ArgoCluster, name: string): ArgoClusterKubeConfig {
-  const own = new KubeConfig();
-  own.loadFromCluster();
+  // Fails (KubeConfigError) outside a pod, as rest.InClusterConfig does for Argo CD.
+  const own = loadKubeConfig({ kubeconfig: [] });
   const ownCluster = own.getCurrentCluster() as Cluster;
   const ownUser = own.getCurrentUser() as User;
   const c = cluster.connection;
@@ -93,6 +93,7 @@ function inClusterKubeConfig(cluster: ArgoCluster, name: string): ArgoClusterKub
  * the server, the CA (or `insecure`), the TLS server name, the proxy, and one
  * way to authenticate — the exec plugin, else a bearer token and/or a client
  * certificate, else basic auth.
+ * @throws {KubeConfigError} for the in-cluster address outside a pod.
  */
 export function kubeConfigFor(cluster: ArgoCluster, options: { readonly execTimeoutMs?: number } = {}): KubeConfig {
   const name = clusterLabel(cluster);
