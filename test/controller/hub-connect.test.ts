@@ -59,7 +59,8 @@ describe('kubeConfigFor', () => {
       assert.equal(config.getCurrentCluster()?.server, 'https://10.96.0.1:443');
       assert.equal(config.getCurrentCluster()?.skipTLSVerify, false);
       assert.match(String(config.getCurrentCluster()?.caFile), /serviceaccount\/ca\.crt$/);
-      assert.match(String((config.getCurrentUser()?.authProvider as { config: { tokenFile: string } }).config.tokenFile), /serviceaccount\/token$/);
+      const provider = config.getCurrentUser()?.authProvider as { config?: { tokenFile?: string } } | undefined;
+      assert.match(String(provider?.config?.tokenFile), /serviceaccount\/token$/);
     });
 
     it('replaces the service account\'s token with the Secret\'s bearerToken', () => {
