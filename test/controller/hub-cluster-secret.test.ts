@@ -168,6 +168,9 @@ describe('the config, read with Go\'s encoding/json rules', () => {
     }
   });
 
+});
+
+describe('the config\'s JSON text', () => {
   it('refuses JSON nested deeper than 1,000 levels instead of overflowing the stack', () => {
     const deep = (levels: number): string => `{"extra":${'['.repeat(levels)}${']'.repeat(levels)},"bearerToken":"t"}`;
     assert.equal(cluster({ config: deep(999) }).connection.bearerToken, 't');
