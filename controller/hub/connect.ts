@@ -8,6 +8,8 @@
 import { KubeConfig } from '@kubernetes/client-node/dist/config.js';
 import type { Cluster, User } from '@kubernetes/client-node/dist/config_types.js';
 import type https from 'node:https';
+import { KubeApiError, KubeConfigError, KubeTransportError } from '../kube/errors.ts';
+import { loadKubeConfig, type KubeClient } from '../kube/client.ts';
 import type { ArgoCluster } from './cluster-secret.ts';
 import { ExecCredentialSource } from './exec-credential.ts';
 
@@ -72,8 +74,8 @@ function userOf(cluster: ArgoCluster, name: string): User {
 
 /** The in-cluster destination: our own pod's service account, its token replaced by the Secret's credentials when it has some. */
 function inClusterKubeConfig(cluster: ArgoCluster, name: string): ArgoClusterKubeConfig {
-  const own = new KubeConfig();
-  own.loadFromCluster();
+  // Fails (KubeConfigError) outside a pod, as rest.InClusterConfig does for Argo CD.
+  const own = loadKubeConfig({ kubeconfig: [] });
   const ownCluster = own.getCurrentCluster() as Cluster;
   const ownUser = own.getCurrentUser() as User;
   const c = cluster.connection;
@@ -93,6 +95,7 @@ function inClusterKubeConfig(cluster: ArgoCluster, name: string): ArgoClusterKub
  * the server, the CA (or `insecure`), the TLS server name, the proxy, and one
  * way to authenticate — the exec plugin, else a bearer token and/or a client
  * certificate, else basic auth.
+ * @throws {KubeConfigError} for the in-cluster address outside a pod.
  */
 export function kubeConfigFor(cluster: ArgoCluster, options: { readonly execTimeoutMs?: number } = {}): KubeConfig {
   const name = clusterLabel(cluster);
@@ -112,4 +115,34 @@ export function kubeConfigFor(cluster: ArgoCluster, options: { readonly execTime
   config.loadFromOptions({ clusters: [entry], users: [userOf(cluster, name)], contexts: [{ name, cluster: name, user: name }], currentContext: name });
   if (c.exec !== undefined) config.useExec(new ExecCredentialSource(cluster.server, { ...c, exec: c.exec }, { timeoutMs: options.execTimeoutMs }));
   return config;
+}
+
+/** A destination cluster could not be reached or refused us; the message names the cluster (never a credential). */
+export class ClusterConnectError extends Error {
+  override readonly name = 'ClusterConnectError';
+}
+
+/** What went wrong, in words that point at the part of the cluster Secret to check. */
+function whyNot(error: unknown): string {
+  if (error instanceof KubeApiError && error.status === 401) return 'the API server refused the credentials of the cluster Secret (401 Unauthorized): check its bearerToken, client certificate or exec provider';
+  if (error instanceof KubeApiError) return `the API server answered ${error.message}`;
+  if (error instanceof KubeTransportError) return `${error.message} (check server, tlsClientConfig and proxyUrl)`;
+  if (error instanceof KubeConfigError) return error.message;
+  return error instanceof Error ? error.message : String(error);
+}
+
+/**
+ * Asks the cluster for its version with the client `kubeConfigFor` built, so a
+ * wrong server, CA or credential is one clear error at connect time.
+ * @returns the server's gitVersion.
+ * @throws {ClusterConnectError} naming the cluster, with the client's error as cause.
+ */
+export async function probeCluster(client: KubeClient, cluster: ArgoCluster, signal?: AbortSignal): Promise<string> {
+  try {
+    // /version needs no RBAC, but an invalid credential is still a 401 there.
+    const version = await client.request<{ gitVersion?: unknown }>('GET', '/version', signal === undefined ? {} : { signal });
+    return typeof version.gitVersion === 'string' ? version.gitVersion : '';
+  } catch (error) {
+    throw new ClusterConnectError(`cannot connect to ${clusterLabel(cluster)}: ${whyNot(error)}`, { cause: error });
+  }
 }

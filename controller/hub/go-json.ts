@@ -30,6 +30,7 @@ const NUMBER = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
 // oxlint-disable-next-line no-control-regex -- the grammar forbids exactly these
 const STRING = /"(?:[^"\\\u0000-\u001f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"/y;
 const SPACE = /[ \t\n\r]*/y;
+const MAX_DEPTH = 1000;
 
 /** A recursive-descent reader over `text`; `at` is the next character. */
 class Reader {
@@ -97,8 +98,9 @@ class Reader {
   }
 
   value(depth: number): JsonNode {
-    // Go's decoder stops at 10,000 levels of nesting too.
-    if (depth > 10_000) this.fail();
+    // Go's decoder allows 10,000 levels; a recursive parser overflows the stack before that. No cluster
+    // config nests more than three, so deeper text is refused (not read differently).
+    if (depth > MAX_DEPTH) throw new GoJsonError(`nested deeper than ${MAX_DEPTH} levels`);
     this.skip();
     const c = this.text[this.at];
     if (c === '{') return this.object(depth);

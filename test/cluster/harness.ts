@@ -20,8 +20,12 @@ import { fakeNodeAnnotation, renderKwokStages } from './kwok-stages.ts';
 import { startComponent, tailLog, type Component, type ComponentSpec } from './processes.ts';
 import { createStateDir, removeAbandonedStateDirs } from './state-dirs.ts';
 import { waitFor } from '../support/wait.ts';
+import { makeCertificateAuthority, makeClientCertificate, type CertificateAndKey } from '../support/x509.ts';
 
 export { readinessAnnotation, readyDelayAnnotation } from './kwok-stages.ts';
+
+/** The common name of the client CA made when a cluster trusts client certificates. */
+const CLIENT_CA_NAME = 'driftless-test-client-ca';
 
 /** Options of `startCluster`. All optional. */
 export interface ClusterOptions {
@@ -43,6 +47,11 @@ export interface ClusterOptions {
    * its user, read with `cluster.audit()`. See `audit.ts`.
    */
   readonly auditLog?: boolean;
+  /**
+   * Trust client certificates signed by a CA made for this cluster (default false), so a test can
+   * authenticate with a certificate: `cluster.clientCertFor(user, groups)`.
+   */
+  readonly clientCertificates?: boolean;
   /** Also run the real Argo Rollouts controller (default false). */
   readonly rolloutsController?: boolean;
   /**
@@ -88,6 +97,11 @@ export interface Cluster {
   clientFor(namespace: string, serviceAccount: string): Promise<ApiClient>;
   /** A kubeconfig (YAML) for a ServiceAccount, for code under test that reads kubeconfigs. */
   kubeconfigFor(namespace: string, serviceAccount: string): Promise<string>;
+  /**
+   * A client certificate and key (PEM) for `user` in `groups` (CN and O), which the API server trusts.
+   * @throws {Error} when the cluster was started without `clientCertificates: true`.
+   */
+  clientCertFor(user: string, groups?: readonly string[]): CertificateAndKey;
   /** Creates a fresh namespace and waits until its `default` ServiceAccount exists (pods need it). */
   newNamespace(prefix?: string): Promise<string>;
   /**
@@ -275,6 +289,9 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
     });
     await writeFile(saKeyFile, privateKey, { mode: 0o600 });
     await writeFile(tokenFile, `${adminToken},admin,admin,"system:masters"\n`, { mode: 0o600 });
+    const clientCa = options.clientCertificates === true ? makeCertificateAuthority(CLIENT_CA_NAME) : undefined;
+    const clientCaFile = join(stateDir, 'client-ca.crt');
+    if (clientCa !== undefined) await writeFile(clientCaFile, clientCa.certPem);
 
     const etcdUrl = `http://127.0.0.1:${etcdClientPort}`;
     const peerUrl = `http://127.0.0.1:${etcdPeerPort}`;
@@ -312,6 +329,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
         // No --tls-cert-file: the apiserver writes a self-signed CA and certificate here on first start.
         `--cert-dir=${certDir}`,
         `--token-auth-file=${tokenFile}`,
+        ...(clientCa === undefined ? [] : [`--client-ca-file=${clientCaFile}`]),
         '--authorization-mode=RBAC',
         '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
         `--service-account-key-file=${saKeyFile}`,
@@ -456,6 +474,10 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
       },
       async kubeconfigFor(namespace, serviceAccount) {
         return kubeconfigYaml(credentials.server, ca, `${namespace}-${serviceAccount}`, await tokenFor(namespace, serviceAccount));
+      },
+      clientCertFor(user, groups = []) {
+        if (clientCa === undefined) throw new Error('start the cluster with clientCertificates: true to get client certificates');
+        return makeClientCertificate(clientCa, CLIENT_CA_NAME, user, groups);
       },
       async newNamespace(prefix = 'test') {
         const namespace = await adminClient.request('POST', '/api/v1/namespaces', {

@@ -168,6 +168,15 @@ describe('the config, read with Go\'s encoding/json rules', () => {
     }
   });
 
+});
+
+describe('the config\'s JSON text', () => {
+  it('refuses JSON nested deeper than 1,000 levels instead of overflowing the stack', () => {
+    const deep = (levels: number): string => `{"extra":${'['.repeat(levels)}${']'.repeat(levels)},"bearerToken":"t"}`;
+    assert.equal(cluster({ config: deep(999) }).connection.bearerToken, 't');
+    for (const levels of [1001, 20_000]) assert.match(refused({ server: 'https://x', config: deep(levels) }).detail, /nested deeper than 1000 levels/);
+  });
+
   it('keeps what it cannot parse out of the detail (no offset\'s text, no value)', () => {
     const result = refused({ server: 'https://x', config: `{"bearerToken":"${CANARY}" "password":"${CANARY}"}` });
     assert.equal(result.reason, 'bad-config');
