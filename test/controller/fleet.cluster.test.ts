@@ -13,9 +13,10 @@
  * reports it Ready.
  */
 import assert from 'node:assert/strict';
+import { describe } from 'node:test';
 import type { ApiClient, KubeObject } from '../cluster/api.ts';
 import { readinessAnnotation } from '../cluster/kwok-stages.ts';
-import { useCluster, waitForDeploymentRollout } from '../cluster/testing.ts';
+import { useCluster, waitForDeploymentRollout, type ClusterTestContext } from '../cluster/testing.ts';
 import { waitFor } from '../support/wait.ts';
 import { applyAsArgoCD, assertNoDrift } from '../support/drift-oracle.ts';
 import { startControllerProcess, type LogLine } from './support/process.ts';
@@ -78,7 +79,7 @@ async function restartAtOf(api: ApiClient, namespace: string, name: string): Pro
   return Date.parse(live.metadata?.annotations?.['driftless.dev/restart-at'] ?? '');
 }
 
-fixture.test('restart starts are spread by --restart-rate, and a flapping Secret gives at most one restart per --min-restart-interval', async ({ cluster, namespace }) => {
+async function rateAndMinInterval({ cluster, namespace }: ClusterTestContext): Promise<void> {
   const api = cluster.admin;
   const count = 50;
   const rate = 5;
@@ -145,13 +146,14 @@ fixture.test('restart starts are spread by --restart-rate, and a flapping Secret
   } finally {
     await controller.stop();
   }
-}, { timeout: 600_000 });
+}
 
-fixture.test('Reloader\'s pause period defers the next restart, and a controller restart neither resets it nor skips the restart', async ({ cluster, namespace }) => {
+async function pausePeriod({ cluster, namespace }: ClusterTestContext): Promise<void> {
   const api = cluster.admin;
-  const pauseMs = 30_000;
+  // Long enough to outlast the controller's stop and start (the deferral is seen inside it), short because the test waits it out.
+  const pauseMs = 15_000;
   await api.request('POST', COLLECTIONS.Secret(namespace), secret('db', 'v1'));
-  const manifest = deploymentList(['app'], { secret: 'db' }, { 'deployment.reloader.stakater.com/pause-period': '30s' });
+  const manifest = deploymentList(['app'], { secret: 'db' }, { 'deployment.reloader.stakater.com/pause-period': `${pauseMs / 1000}s` });
   await applyAsArgoCD(cluster, manifest, { namespace });
   await waitForDeploymentRollout(api, namespace, 'app');
   const args = [`--namespaces=${namespace}`, '--min-restart-interval=0'];
@@ -176,8 +178,9 @@ fixture.test('Reloader\'s pause period defers the next restart, and a controller
   try {
     await second.ready();
     const deferred = await second.waitForLog('the restart deferred by the pause period', (line) => line['event'] === 'RestartDeferred');
-    assert.match(String(deferred.msg), /^Secret db changed within the pause period \(30s\) of the restart at /);
+    assert.match(String(deferred.msg), new RegExp(`^Secret db changed within the pause period \\(${pauseMs / 1000}s\\) of the restart at `));
     assert.equal(deferred['type'], 'Normal');
+    process.stderr.write(`the restart deferred ${((restartAt + pauseMs - timeOf(deferred)) / 1000).toFixed(1)} s before the end of the ${pauseMs / 1000}-s pause period\n`);
     const started = await second.waitForLog('the deferred restart', (line) => line['event'] === 'RestartStarted', { timeoutMs: 120_000 });
     assert.ok(timeOf(started) >= restartAt + pauseMs, `started ${timeOf(started) - restartAt} ms after the first restart's T`);
     await waitFor('the second restart finished', async () => {
@@ -191,7 +194,7 @@ fixture.test('Reloader\'s pause period defers the next restart, and a controller
   } finally {
     await second.stop();
   }
-}, { timeout: 400_000 });
+}
 
 /** Marks the first pod of the workload that is not one of `old` unready, as a failing readiness probe would; returns its name. */
 async function breakReplacement(api: ApiClient, namespace: string, name: string, old: readonly KubeObject[]): Promise<string> {
@@ -202,7 +205,7 @@ async function breakReplacement(api: ApiClient, namespace: string, name: string,
   return podName;
 }
 
-fixture.test('replacements that never get Ready halt their workload, and enough halts open the breaker: no other restart starts until the halts are removed', async ({ cluster, namespace }) => {
+async function haltsAndBreaker({ cluster, namespace }: ClusterTestContext): Promise<void> {
   const api = cluster.admin;
   await api.request('POST', COLLECTIONS.Secret(namespace), secret('bad', 'v1'));
   await api.request('POST', COLLECTIONS.Secret(namespace), secret('other', 'v1'));
@@ -262,9 +265,9 @@ fixture.test('replacements that never get Ready halt their workload, and enough 
   } finally {
     await controller.stop();
   }
-}, { timeout: 400_000 });
+}
 
-fixture.test('--dry-run decides and reports the restart but writes nothing and evicts nothing', async ({ cluster, namespace }) => {
+async function dryRun({ cluster, namespace }: ClusterTestContext): Promise<void> {
   const api = cluster.admin;
   await api.request('POST', COLLECTIONS.Secret(namespace), secret('db', 'v1'));
   const manifest = workload('Deployment', 'app', { replicas: 2, uses: { secret: 'db' } });
@@ -296,4 +299,14 @@ fixture.test('--dry-run decides and reports the restart but writes nothing and e
   } finally {
     await controller.stop();
   }
-}, { timeout: 200_000 });
+}
+
+// The rate test measures how restart starts are spread over seconds: it runs alone, before the others.
+fixture.test('restart starts are spread by --restart-rate, and a flapping Secret gives at most one restart per --min-restart-interval', rateAndMinInterval, { timeout: 600_000 });
+// The others at once, to share the two cores: each has its own namespace, workloads and controller process (scoped
+// by --namespaces; the breaker is a process's own), and none restarts anything shared.
+describe('independent fleet-safety scenes, at once', { concurrency: true }, () => {
+  fixture.test('Reloader\'s pause period defers the next restart, and a controller restart neither resets it nor skips the restart', pausePeriod, { timeout: 400_000 });
+  fixture.test('replacements that never get Ready halt their workload, and enough halts open the breaker: no other restart starts until the halts are removed', haltsAndBreaker, { timeout: 400_000 });
+  fixture.test('--dry-run decides and reports the restart but writes nothing and evicts nothing', dryRun, { timeout: 200_000 });
+});
