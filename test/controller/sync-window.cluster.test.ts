@@ -18,10 +18,10 @@ const fixture = useCluster();
 
 /**
  * How long the deny window lasts from its creation: the controller's start, both first-sight records, two
- * rotations and blog's restart must fit in it (about 6 s on an idle 2-core machine, printed by the test);
- * every second more is a second the test waits for the window to end.
+ * rotations and blog's restart must fit in it (18.6 s at a load of 11 on the 2-core machine; the test prints
+ * it); every second more is a second the test waits for the window to end.
  */
-const WINDOW_MS = 25_000;
+const WINDOW_MS = 30_000;
 
 fixture.test('a deny window over two rotations: no restart and one Event; when it ends, one restart; another project unaffected', async ({ cluster, namespace }) => {
   const api = cluster.admin;
