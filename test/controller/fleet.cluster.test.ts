@@ -13,10 +13,9 @@
  * reports it Ready.
  */
 import assert from 'node:assert/strict';
-import { describe } from 'node:test';
 import type { ApiClient, KubeObject } from '../cluster/api.ts';
 import { readinessAnnotation } from '../cluster/kwok-stages.ts';
-import { useCluster, waitForDeploymentRollout, type ClusterTestContext } from '../cluster/testing.ts';
+import { useCluster, waitForDeploymentRollout } from '../cluster/testing.ts';
 import { waitFor } from '../support/wait.ts';
 import { applyAsArgoCD, assertNoDrift } from '../support/drift-oracle.ts';
 import { startControllerProcess, type LogLine } from './support/process.ts';
@@ -79,7 +78,7 @@ async function restartAtOf(api: ApiClient, namespace: string, name: string): Pro
   return Date.parse(live.metadata?.annotations?.['driftless.dev/restart-at'] ?? '');
 }
 
-async function rateAndMinInterval({ cluster, namespace }: ClusterTestContext): Promise<void> {
+fixture.test('restart starts are spread by --restart-rate, and a flapping Secret gives at most one restart per --min-restart-interval', async ({ cluster, namespace }) => {
   const api = cluster.admin;
   const count = 50;
   const rate = 5;
@@ -146,9 +145,9 @@ async function rateAndMinInterval({ cluster, namespace }: ClusterTestContext): P
   } finally {
     await controller.stop();
   }
-}
+}, { timeout: 600_000 });
 
-async function pausePeriod({ cluster, namespace }: ClusterTestContext): Promise<void> {
+fixture.test('Reloader\'s pause period defers the next restart, and a controller restart neither resets it nor skips the restart', async ({ cluster, namespace }) => {
   const api = cluster.admin;
   // Long enough to outlast the controller's stop and start (the deferral is seen inside it), short because the test waits it out.
   const pauseMs = 15_000;
@@ -194,7 +193,7 @@ async function pausePeriod({ cluster, namespace }: ClusterTestContext): Promise<
   } finally {
     await second.stop();
   }
-}
+}, { timeout: 400_000 });
 
 /** Marks the first pod of the workload that is not one of `old` unready, as a failing readiness probe would; returns its name. */
 async function breakReplacement(api: ApiClient, namespace: string, name: string, old: readonly KubeObject[]): Promise<string> {
@@ -205,7 +204,7 @@ async function breakReplacement(api: ApiClient, namespace: string, name: string,
   return podName;
 }
 
-async function haltsAndBreaker({ cluster, namespace }: ClusterTestContext): Promise<void> {
+fixture.test('replacements that never get Ready halt their workload, and enough halts open the breaker: no other restart starts until the halts are removed', async ({ cluster, namespace }) => {
   const api = cluster.admin;
   await api.request('POST', COLLECTIONS.Secret(namespace), secret('bad', 'v1'));
   await api.request('POST', COLLECTIONS.Secret(namespace), secret('other', 'v1'));
@@ -265,9 +264,9 @@ async function haltsAndBreaker({ cluster, namespace }: ClusterTestContext): Prom
   } finally {
     await controller.stop();
   }
-}
+}, { timeout: 400_000 });
 
-async function dryRun({ cluster, namespace }: ClusterTestContext): Promise<void> {
+fixture.test('--dry-run decides and reports the restart but writes nothing and evicts nothing', async ({ cluster, namespace }) => {
   const api = cluster.admin;
   await api.request('POST', COLLECTIONS.Secret(namespace), secret('db', 'v1'));
   const manifest = workload('Deployment', 'app', { replicas: 2, uses: { secret: 'db' } });
@@ -299,14 +298,4 @@ async function dryRun({ cluster, namespace }: ClusterTestContext): Promise<void>
   } finally {
     await controller.stop();
   }
-}
-
-// The rate test measures how restart starts are spread over seconds: it runs alone, before the others.
-fixture.test('restart starts are spread by --restart-rate, and a flapping Secret gives at most one restart per --min-restart-interval', rateAndMinInterval, { timeout: 600_000 });
-// The others at once, to share the two cores: each has its own namespace, workloads and controller process (scoped
-// by --namespaces; the breaker is a process's own), and none restarts anything shared.
-describe('independent fleet-safety scenes, at once', { concurrency: true }, () => {
-  fixture.test('Reloader\'s pause period defers the next restart, and a controller restart neither resets it nor skips the restart', pausePeriod, { timeout: 400_000 });
-  fixture.test('replacements that never get Ready halt their workload, and enough halts open the breaker: no other restart starts until the halts are removed', haltsAndBreaker, { timeout: 400_000 });
-  fixture.test('--dry-run decides and reports the restart but writes nothing and evicts nothing', dryRun, { timeout: 200_000 });
-});
+}, { timeout: 200_000 });

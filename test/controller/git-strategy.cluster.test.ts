@@ -16,11 +16,11 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { access, readdir, readFile, readlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
-import { after, before, describe } from 'node:test';
+import { after, before } from 'node:test';
 import type { ApiClient, KubeList } from '../cluster/api.ts';
 import { installArgoCdCrds } from '../cluster/argocd.ts';
 import type { Cluster } from '../cluster/harness.ts';
-import { create, useCluster, waitForDeploymentRollout, type ClusterTestContext } from '../cluster/testing.ts';
+import { create, useCluster, waitForDeploymentRollout } from '../cluster/testing.ts';
 import { waitFor } from '../support/wait.ts';
 import { WRITE_BACK_ANNOTATION, formatOutOfBandFile } from '../../core/index.ts';
 import { parseWriteBackRecord, type WriteBackRecord } from '../../controller/writeback/record.ts';
@@ -216,7 +216,7 @@ function outOfBand(namespace: string, digest: string): string {
 const submitted = (workload: string) => (line: LogLine): boolean => line.msg === 'write-back submitted' && line['workload'] === workload;
 const key = (namespace: string, name: string): string => `Deployment/${namespace}/${name}`;
 
-async function killedAfterCommit({ cluster, namespace }: ClusterTestContext): Promise<void> {
+fixture.test('killed after the commit, before the sync: back again, no second commit and no restart in the cluster (no eviction, no restartAt); the sync then finishes it', async ({ cluster, namespace }) => {
   const s = await scene(cluster, namespace, { repos: { shop: PASSWORD }, apps: [{ name: 'shop', repo: 'shop', path: 'apps/shop', workloads: ['web'], rollouts: ['worker'] }] });
   const workerPath = `${COLLECTIONS.Rollout(namespace)}/worker`;
   const first = await s.start();
@@ -257,9 +257,9 @@ async function killedAfterCommit({ cluster, namespace }: ClusterTestContext): Pr
     await first.stop();
     await second?.stop();
   }
-}
+});
 
-async function killedWhilePushing({ cluster, namespace }: ClusterTestContext): Promise<void> {
+fixture.test('killed while its push is in flight (in Git, not yet answered): back again it finds the digest in Git, commits nothing, and no credential is left in its work directory', async ({ cluster, namespace }) => {
   const s = await scene(cluster, namespace, { repos: { shop: PASSWORD }, apps: [{ name: 'shop', repo: 'shop', path: 'apps/shop', workloads: ['web'] }] });
   // post-receive runs after the ref moved and before the push is answered: held there, the commit is in Git and the controller does not know.
   const gate = path.join(playground.root, `gate-${namespace}`);
@@ -299,9 +299,9 @@ async function killedWhilePushing({ cluster, namespace }: ClusterTestContext): P
     await first.stop();
     await second?.stop();
   }
-}
+});
 
-async function rejectedPushAndWrongCredentials({ cluster, namespace }: ClusterTestContext): Promise<void> {
+fixture.test('a rejected push and wrong credentials: a Warning naming why, then the fallback restart in the cluster; no Git credential in output, Events, Git or the work directory', async ({ cluster, namespace }) => {
   const s = await scene(cluster, namespace, {
     repos: { protected: PASSWORD, denied: WRONG_PASSWORD },
     apps: [
@@ -357,9 +357,9 @@ async function rejectedPushAndWrongCredentials({ cluster, namespace }: ClusterTe
     // The process helper scans the whole output for the repository Secrets' passwords (and the canary, the hash key, the kubeconfig's credentials).
     await controller.stop();
   }
-}
+});
 
-async function batchWindow({ cluster, namespace }: ClusterTestContext): Promise<void> {
+fixture.test('two rotations inside the batch window, for two Applications of one repository: one commit; a later rotation: one more', async ({ cluster, namespace }) => {
   const s = await scene(cluster, namespace, {
     repos: { mono: PASSWORD },
     apps: [
@@ -409,9 +409,9 @@ async function batchWindow({ cluster, namespace }: ClusterTestContext): Promise<
   } finally {
     await controller.stop();
   }
-}
+});
 
-async function twoWorkloadsOfOneApplication({ cluster, namespace }: ClusterTestContext): Promise<void> {
+fixture.test('two git workloads of one Application, each with its own rotated Secret: one submission each, one commit for both, both finished after the sync', async ({ cluster, namespace }) => {
   const s = await scene(cluster, namespace, {
     repos: { shop: PASSWORD },
     apps: [{ name: 'shop', repo: 'shop', path: 'apps/shop', workloads: ['web', 'api'], secrets: { web: 'db', api: 'cache' } }],
@@ -454,9 +454,9 @@ async function twoWorkloadsOfOneApplication({ cluster, namespace }: ClusterTestC
   } finally {
     await controller.stop();
   }
-}
+});
 
-async function humanRevertStands({ cluster, namespace }: ClusterTestContext): Promise<void> {
+fixture.test('a human revert of the file stands while the config does not change (also across a controller restart), and the finished restart says nothing more past --write-back-fallback-after; the next change: one new commit', async ({ cluster, namespace }) => {
   const s = await scene(cluster, namespace, { repos: { shop: PASSWORD }, apps: [{ name: 'shop', repo: 'shop', path: 'apps/shop', workloads: ['web'] }] });
   // The sync-wait bound: the commit, its sync, the revert and its sync must fit in it (a few seconds), and the test
   // waits it out to show that nothing happens past it.
@@ -519,9 +519,9 @@ async function humanRevertStands({ cluster, namespace }: ClusterTestContext): Pr
     await first.stop();
     await second?.stop();
   }
-}
+});
 
-async function writeBranch({ cluster, namespace }: ClusterTestContext): Promise<void> {
+fixture.test('credentials from an Argo CD repository Secret and a write branch (base:target): the commit lands on the write branch; the base branch is untouched', async ({ cluster, namespace }) => {
   const writeBranch = 'driftless/out-of-band';
   const s = await scene(cluster, namespace, {
     repos: { shop: PASSWORD },
@@ -551,20 +551,6 @@ async function writeBranch({ cluster, namespace }: ClusterTestContext): Promise<
   } finally {
     await controller.stop();
   }
-}
-
-// The batch-window test measures what lands inside a window of seconds: it runs alone, before the others.
-fixture.test('two rotations inside the batch window, for two Applications of one repository: one commit; a later rotation: one more', batchWindow);
-// The others two at a time, to share the two cores: each has its own namespace, Argo CD namespace, repositories,
-// work directory and controller process (scoped by --namespaces and --argocd-namespace), and none restarts anything
-// shared. Not all six at once: six controllers starting together outran their 60-s readiness wait at a load of 24.
-describe('independent git-strategy scenes, two at a time', { concurrency: 2 }, () => {
-  fixture.test('killed after the commit, before the sync: back again, no second commit and no restart in the cluster (no eviction, no restartAt); the sync then finishes it', killedAfterCommit, { timeout: 300_000 });
-  fixture.test('killed while its push is in flight (in Git, not yet answered): back again it finds the digest in Git, commits nothing, and no credential is left in its work directory', killedWhilePushing, { timeout: 300_000 });
-  fixture.test('a rejected push and wrong credentials: a Warning naming why, then the fallback restart in the cluster; no Git credential in output, Events, Git or the work directory', rejectedPushAndWrongCredentials, { timeout: 300_000 });
-  fixture.test('two git workloads of one Application, each with its own rotated Secret: one submission each, one commit for both, both finished after the sync', twoWorkloadsOfOneApplication, { timeout: 300_000 });
-  fixture.test('a human revert of the file stands while the config does not change (also across a controller restart), and the finished restart says nothing more past --write-back-fallback-after; the next change: one new commit', humanRevertStands, { timeout: 300_000 });
-  fixture.test('credentials from an Argo CD repository Secret and a write branch (base:target): the commit lands on the write branch; the base branch is untouched', writeBranch, { timeout: 300_000 });
 });
 
 /** Whether any file under `dir` contains `text`. */

@@ -13,10 +13,9 @@
  * enough to be interrupted (killed, or raced by a sync) half-way.
  */
 import assert from 'node:assert/strict';
-import { describe } from 'node:test';
 import type { KubeObject } from '../cluster/api.ts';
 import type { Cluster } from '../cluster/harness.ts';
-import { useCluster, waitForDeploymentRollout, type ClusterTestContext } from '../cluster/testing.ts';
+import { useCluster, waitForDeploymentRollout } from '../cluster/testing.ts';
 import { waitFor } from '../support/wait.ts';
 import { applyAsArgoCD, assertNoDrift } from '../support/drift-oracle.ts';
 import { startControllerProcess, type LogLine } from './support/process.ts';
@@ -88,7 +87,7 @@ async function createBlockingBudget(api: Parameters<typeof read>[0], namespace: 
   });
 }
 
-async function budgetBlocks({ cluster, namespace }: ClusterTestContext): Promise<void> {
+fixture.test('a PodDisruptionBudget that forbids eviction blocks the restart with a Warning Event; it completes once the budget allows', async ({ cluster, namespace }) => {
   const api = cluster.admin;
   const workloadKey = `Deployment/${namespace}/app`;
   const { manifest, podsBefore } = await deployApp(cluster, namespace, 2);
@@ -118,9 +117,9 @@ async function budgetBlocks({ cluster, namespace }: ClusterTestContext): Promise
   } finally {
     await controller.stop();
   }
-}
+}, { timeout: 300_000 });
 
-async function changedWhileStopped({ cluster, namespace }: ClusterTestContext): Promise<void> {
+fixture.test('a change made while the controller is stopped is acted on at start', async ({ cluster, namespace }) => {
   const api = cluster.admin;
   const workloadKey = `Deployment/${namespace}/app`;
   const { manifest, podsBefore } = await deployApp(cluster, namespace, 2);
@@ -151,9 +150,9 @@ async function changedWhileStopped({ cluster, namespace }: ClusterTestContext): 
   } finally {
     await second.stop();
   }
-}
+}, { timeout: 300_000 });
 
-async function restartedWithNothingChanged({ cluster, namespace }: ClusterTestContext): Promise<void> {
+fixture.test('a controller restarted with nothing changed evicts nothing and writes nothing', async ({ cluster, namespace }) => {
   const api = cluster.admin;
   const workloadKey = `Deployment/${namespace}/app`;
   const path = `${COLLECTIONS.Deployment(namespace)}/app`;
@@ -188,9 +187,9 @@ async function restartedWithNothingChanged({ cluster, namespace }: ClusterTestCo
   } finally {
     await second.stop();
   }
-}
+}, { timeout: 300_000 });
 
-async function killedMidRestart({ cluster, namespace }: ClusterTestContext): Promise<void> {
+fixture.test('a controller killed mid-restart continues it at start, evicting no pod twice', async ({ cluster, namespace }) => {
   const api = cluster.admin;
   const workloadKey = `Deployment/${namespace}/app`;
   // maxUnavailable 25% of 4: one pod at a time, each waiting for its replacement to become Ready.
@@ -222,9 +221,9 @@ async function killedMidRestart({ cluster, namespace }: ClusterTestContext): Pro
   } finally {
     await second.stop();
   }
-}
+}, { timeout: 300_000 });
 
-async function rollingUpdateAfterT({ cluster, namespace }: ClusterTestContext): Promise<void> {
+fixture.test('pods a rolling update creates after T are not evicted', async ({ cluster, namespace }) => {
   const api = cluster.admin;
   const workloadKey = `Deployment/${namespace}/app`;
   const { manifest, podsBefore } = await deployApp(cluster, namespace, 3);
@@ -268,7 +267,7 @@ async function rollingUpdateAfterT({ cluster, namespace }: ClusterTestContext): 
   } finally {
     await controller.stop();
   }
-}
+}, { timeout: 300_000 });
 
 /** `kubectl replace` of the Deployment as Git renders it (what an Argo CD `Replace=true` sync does): the controller's annotations go. */
 async function replaceAsGitRenders(cluster: Cluster, namespace: string, manifest: KubeObject): Promise<void> {
@@ -281,7 +280,7 @@ async function replaceAsGitRenders(cluster: Cluster, namespace: string, manifest
   assert.equal(replaced.metadata?.annotations?.['driftless.dev/restarted-for'], undefined, 'the replace removed the bookkeeping');
 }
 
-async function replacedMidRestart({ cluster, namespace }: ClusterTestContext): Promise<void> {
+fixture.test('a kubectl replace in the middle of a restart loses nothing: the bookkeeping comes back from its record and every old pod is replaced once', async ({ cluster, namespace }) => {
   const api = cluster.admin;
   const workloadKey = `Deployment/${namespace}/app`;
   const { manifest, podsBefore } = await deployApp(cluster, namespace, 4);
@@ -305,9 +304,9 @@ async function replacedMidRestart({ cluster, namespace }: ClusterTestContext): P
   } finally {
     await controller.stop();
   }
-}
+}, { timeout: 300_000 });
 
-async function replacedWhileDown({ cluster, namespace }: ClusterTestContext): Promise<void> {
+fixture.test('a kubectl replace right after a rotation, while the controller is down: at start it restarts, it does not record the rotation as first sight', async ({ cluster, namespace }) => {
   const api = cluster.admin;
   const workloadKey = `Deployment/${namespace}/app`;
   const { manifest, podsBefore } = await deployApp(cluster, namespace, 2);
@@ -333,17 +332,4 @@ async function replacedWhileDown({ cluster, namespace }: ClusterTestContext): Pr
   } finally {
     await second.stop();
   }
-}
-
-// Three at a time, to share the two cores: each has its own namespace, Deployment, Secret and controller processes
-// (scoped by --namespaces; no leader election), and none restarts anything shared. Not all seven at once: every scene
-// starts a controller, and six starting together outran their 60-s readiness wait at a load of 24.
-describe('independent lifecycle scenes, three at a time', { concurrency: 3 }, () => {
-  fixture.test('a PodDisruptionBudget that forbids eviction blocks the restart with a Warning Event; it completes once the budget allows', budgetBlocks, { timeout: 300_000 });
-  fixture.test('a change made while the controller is stopped is acted on at start', changedWhileStopped, { timeout: 300_000 });
-  fixture.test('a controller restarted with nothing changed evicts nothing and writes nothing', restartedWithNothingChanged, { timeout: 300_000 });
-  fixture.test('a controller killed mid-restart continues it at start, evicting no pod twice', killedMidRestart, { timeout: 300_000 });
-  fixture.test('pods a rolling update creates after T are not evicted', rollingUpdateAfterT, { timeout: 300_000 });
-  fixture.test('a kubectl replace in the middle of a restart loses nothing: the bookkeeping comes back from its record and every old pod is replaced once', replacedMidRestart, { timeout: 300_000 });
-  fixture.test('a kubectl replace right after a rotation, while the controller is down: at start it restarts, it does not record the rotation as first sight', replacedWhileDown, { timeout: 300_000 });
-});
+}, { timeout: 300_000 });

@@ -13,9 +13,8 @@
  * none missed, no replacement evicted, never more than one pod down.
  */
 import assert from 'node:assert/strict';
-import { describe } from 'node:test';
 import { auditTime, describeAudit } from '../cluster/audit.ts';
-import { useCluster, type ClusterTestContext } from '../cluster/testing.ts';
+import { useCluster } from '../cluster/testing.ts';
 import { waitFor } from '../support/wait.ts';
 import { rotateSecret } from '../controller/support/fixtures.ts';
 import type { Cluster } from '../cluster/harness.ts';
@@ -57,7 +56,7 @@ async function startScene(cluster: Cluster, namespace: string): Promise<{ tracke
   }
 }
 
-async function leaderFrozen({ cluster, namespace }: ClusterTestContext): Promise<void> {
+fixture.test('the leader frozen mid-restart for longer than the lease, then resumed: no write by it after the standby took the Lease; the standby completes; every pod replaced once', async ({ cluster, namespace }) => {
   const startedAt = Date.now();
   const { tracker, replicas, leader } = await startScene(cluster, namespace);
   try {
@@ -97,9 +96,9 @@ async function leaderFrozen({ cluster, namespace }: ClusterTestContext): Promise
     await stopAll(replicas);
     tracker.stop();
   }
-}
+}, { timeout: 300_000 });
 
-async function leaderKilled({ cluster, namespace }: ClusterTestContext): Promise<void> {
+fixture.test('the leader SIGKILLed mid-restart: the standby completes it; every pod replaced once, none missed', async ({ cluster, namespace }) => {
   const startedAt = Date.now();
   const { tracker, replicas, leader } = await startScene(cluster, namespace);
   try {
@@ -121,9 +120,9 @@ async function leaderKilled({ cluster, namespace }: ClusterTestContext): Promise
     await stopAll(replicas);
     tracker.stop();
   }
-}
+}, { timeout: 300_000 });
 
-async function apiServerRestarted({ cluster, namespace }: ClusterTestContext): Promise<void> {
+fixture.test('the API server restarted mid-restart: the restart completes; every pod replaced once, none missed', async ({ cluster, namespace }) => {
   const startedAt = Date.now();
   const { tracker, replicas } = await startScene(cluster, namespace);
   try {
@@ -144,9 +143,9 @@ async function apiServerRestarted({ cluster, namespace }: ClusterTestContext): P
     await stopAll(replicas);
     tracker.stop();
   }
-}
+}, { timeout: 300_000 });
 
-async function bothStopped({ cluster, namespace }: ClusterTestContext): Promise<void> {
+fixture.test('both replicas stopped mid-restart, the Secret rotated again, both started: every pod replaced once, none missed', async ({ cluster, namespace }) => {
   const startedAt = Date.now();
   const { tracker, replicas } = await startScene(cluster, namespace);
   try {
@@ -174,14 +173,4 @@ async function bothStopped({ cluster, namespace }: ClusterTestContext): Promise<
     await stopAll(replicas);
     tracker.stop();
   }
-}
-
-// The API server restart would be a fault in every test running beside it: that test runs alone, first.
-fixture.test('the API server restarted mid-restart: the restart completes; every pod replaced once, none missed', apiServerRestarted, { timeout: 300_000 });
-// The others at once, to share the two cores: each has its own namespace, Deployment, ServiceAccounts, replicas and
-// Lease (--leader-election-namespace), and audit queries by its replicas' users.
-describe('leader faults of one replica, at once', { concurrency: true }, () => {
-  fixture.test('the leader frozen mid-restart for longer than the lease, then resumed: no write by it after the standby took the Lease; the standby completes; every pod replaced once', leaderFrozen, { timeout: 300_000 });
-  fixture.test('the leader SIGKILLed mid-restart: the standby completes it; every pod replaced once, none missed', leaderKilled, { timeout: 300_000 });
-  fixture.test('both replicas stopped mid-restart, the Secret rotated again, both started: every pod replaced once, none missed', bothStopped, { timeout: 300_000 });
-});
+}, { timeout: 300_000 });
