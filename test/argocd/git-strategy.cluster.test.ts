@@ -152,7 +152,7 @@ fixture.test('a finished git restart stays finished: an Argo CD rollback, the co
   const workload = `Deployment/${namespace}/web`;
   // Long enough for three syncs and their rolls after the commit (about 10 s on a loaded 2-core machine): the revert
   // must land inside the bound, where the finished restart was re-opened and the bound then said RestartSyncWaitExpired.
-  const fallbackAfterMs = 60_000;
+  const fallbackAfterMs = 30_000;
 
   const controller = await startControllerProcess(cluster, {
     args: [
@@ -205,6 +205,7 @@ fixture.test('a finished git restart stays finished: an Argo CD rollback, the co
     await argocd.sync(name, { revision: revert });
     await argocd.waitForSyncedAndHealthy(name, revert, { timeoutMs: 150_000 });
     await rolledTo(api, webPath, renderBefore);
+    process.stderr.write(`the revert was synced and rolled ${((bound - Date.now()) / 1000).toFixed(1)} s before the sync-wait bound (--write-back-fallback-after=${fallbackAfterMs / 1000}s)\n`);
     assert.ok(Date.now() < bound, `the revert was synced and rolled ${Math.round((Date.now() - bound) / 1000)} s after the bound: raise --write-back-fallback-after here, or this shows nothing`);
 
     // Past the bound the controller has looked at the workload again, twice: the first look's Events are written by then.

@@ -458,7 +458,9 @@ fixture.test('two git workloads of one Application, each with its own rotated Se
 
 fixture.test('a human revert of the file stands while the config does not change (also across a controller restart), and the finished restart says nothing more past --write-back-fallback-after; the next change: one new commit', async ({ cluster, namespace }) => {
   const s = await scene(cluster, namespace, { repos: { shop: PASSWORD }, apps: [{ name: 'shop', repo: 'shop', path: 'apps/shop', workloads: ['web'] }] });
-  const fallbackAfterMs = 45_000;
+  // The sync-wait bound: the commit, its sync, the revert and its sync must fit in it (a few seconds), and the test
+  // waits it out to show that nothing happens past it.
+  const fallbackAfterMs = 10_000;
   // Every workload looked at again every 2 s: the looks past the sync-wait bound that show nothing happens.
   const first = await s.start([`--write-back-fallback-after=${fallbackAfterMs / 1000}s`, '--resync-period=2s']);
   let second: ControllerProcess | undefined;
@@ -481,6 +483,7 @@ fixture.test('a human revert of the file stands while the config does not change
     assert.notEqual(revert, ours);
     const afterRevert = first.lines.length;
     await s.syncRender('web', 'v1:render-0');
+    process.stderr.write(`the revert was synced ${((bound - Date.now()) / 1000).toFixed(1)} s before the sync-wait bound (--write-back-fallback-after=${fallbackAfterMs / 1000}s)\n`);
     assert.ok(Date.now() < bound, 'the revert was synced inside the sync-wait bound (else this shows nothing: raise --write-back-fallback-after here)');
     // The finished restart is not re-opened by the hash at submission coming back (issue 21 §2.1): past the bound the
     // controller has looked again, twice (the first look's Events are written by then), and said nothing.
