@@ -302,13 +302,17 @@ async function serverDryRun(cluster: Cluster, documents: readonly Json[]): Promi
   return result.stdout;
 }
 
-fixture.test('the API server accepts every rendered object (server-side dry-run): the base, the overlay, the chart by default and with options', async ({ cluster }) => {
+fixture.test('the API server accepts every rendered object (server-side dry-run): the base, the overlays, the chart by default and with options', async ({ cluster }) => {
   for (const ns of ['driftless', 'argocd', 'a', 'b']) {
     await cluster.admin.request('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
   }
   const base = await kustomizeBuild(manifests);
   assert.match(await serverDryRun(cluster, base), /deployment.apps\/driftless-controller created \(server dry run\)/);
   await serverDryRun(cluster, await kustomizeBuild(join(manifests, 'namespaced')));
+  const hub = await kustomizeBuild(join(manifests, 'hub'));
+  assert.ok((only(hub, 'Deployment')['spec'].template.spec.containers[0].args as string[]).includes('--argocd-clusters'), 'the hub overlay turns hub mode on');
+  assert.equal(only(hub, 'Role', 'driftless-controller-hub')['metadata'].namespace, 'argocd');
+  await serverDryRun(cluster, hub);
   await serverDryRun(cluster, await helmTemplate());
   await serverDryRun(cluster, await helmTemplate(['--set', 'writeBack.enabled=true', '--set', 'watchGlobally=false', '--set', 'namespaces={a,b}', '--set', 'namespaceSelector=team=web', '--set', 'argocdPlugin.enabled=true', '--set', 'argocdPlugin.hashKey.create=true', '--set', 'argocdPlugin.hashKey.value=k', '--set', 'hashKey.create=true', '--set', 'hashKey.value=k']));
 }, { timeout: 180_000 });
