@@ -29,6 +29,7 @@ import { startCluster, type Cluster } from '../test/cluster/harness.ts';
 import { waitFor } from '../test/support/wait.ts';
 import { COLLECTIONS } from '../test/controller/support/fixtures.ts';
 import { startControllerProcess, type ControllerProcess } from '../test/controller/support/process.ts';
+import { prng } from '../test/support/prng.ts';
 
 const { values: options } = parseArgs({
   options: {
@@ -89,17 +90,6 @@ function share(total: number, parts: number, index: number): number {
   return Math.floor(total / parts) + (index < total % parts ? 1 : 0);
 }
 
-/** mulberry32: a small seeded PRNG, so sizes and choices are the same from run to run. */
-function prng(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function load(): string {
   return loadavg().map((value) => value.toFixed(2)).join(' ');

@@ -24,6 +24,7 @@ import { rotateSecret } from '../controller/support/fixtures.ts';
 import { trackPods, type PodTracker } from './support/pod-tracker.ts';
 import { leaseHolder, startReplicas, stopAll, waitForLeader, type Replica } from './support/replicas.ts';
 import { appManifest, createSecret, kubectlReplace, deployApps, elapsed, waitForRecords, waitForReplaced, waitForSettled } from './support/scene.ts';
+import { prng } from '../support/prng.ts';
 
 const fixture = useCluster({ auditLog: true });
 
@@ -42,17 +43,6 @@ function rounds(): number {
   return value;
 }
 
-/** A small seeded generator (mulberry32), so a failing run can be replayed from its seed. */
-function seeded(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Injects the fault; returns a note for the round's line. `target`: the Deployment a workload fault hits. */
 async function inject(fault: Fault, cluster: Cluster, namespace: string, replicas: readonly Replica[], target: string): Promise<string> {
@@ -126,7 +116,7 @@ fixture.test('soak: random rotations with a random fault each round; missed / do
   const startedAt = Date.now();
   const roundCount = rounds();
   const seed = Number(process.env['DRIFTLESS_SOAK_SEED'] ?? randomInt(2 ** 31));
-  const random = seeded(seed);
+  const random = prng(seed);
   process.stderr.write(`soak: ${roundCount} rounds, seed ${seed} (DRIFTLESS_SOAK_SEED=${seed} replays it)\n`);
   const tracker = trackPods(cluster.admin, namespace);
   for (const secret of SECRETS) await createSecret(cluster, namespace, secret);

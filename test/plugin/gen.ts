@@ -3,18 +3,10 @@
  * property tests (hand-rolled: no dependency).
  */
 import { HASH_ANNOTATION } from '../../core/index.ts';
+import { prng } from '../support/prng.ts';
 
-/** mulberry32: small, fast, good enough to explore layouts; the seed makes failures reproducible. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export { prng };
+
 
 export class Gen {
   readonly random: () => number;
