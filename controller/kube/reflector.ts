@@ -14,7 +14,8 @@
  *   expire a third time;
  * - any other error, a 404 for an API that is not installed (yet), or a
  *   stream that says nothing for `silenceMs` → backoff, then watch again from
- *   the last resourceVersion;
+ *   the last resourceVersion; the first error status after failures with no
+ *   answer at all (the API server coming back) backs off from the base again;
  * - bookmarks keep the resourceVersion fresh in quiet collections;
  * - a watch that ends at once with nothing in it counts as a failure and is
  *   opened again only after the backoff (client-go's "very short watch"), so
@@ -260,6 +261,8 @@ export class Reflector<S> {
     let failures = 0;
     let cutShortInARow = 0;
     let listing = false;
+    // The last failure got no answer at all (the API server down or unreachable), as opposed to an error status.
+    let unanswered = false;
     // Jittered (±10%), so that hundreds of reflectors do not relist in the same second.
     const resyncDelay = (): number => (this.#timing.relistMs > 0 ? this.#timing.relistMs * (0.9 + Math.random() * 0.2) : Infinity);
     let nextResync = this.#clock.now() + resyncDelay();
@@ -295,7 +298,11 @@ export class Reflector<S> {
         }
         listing = false;
         this.stats.errors++;
-        failures++;
+        // An answer after an outage ends its streak: the server is back, and a 429 "storage is (re)initializing" of
+        // its first seconds must not wait the 30 s the outage's failures grew the backoff to (it starts from the base).
+        const answered = error instanceof KubeApiError;
+        failures = answered && unanswered ? 1 : failures + 1;
+        unanswered = !answered;
         if (this.spec.offWhenForbidden === true && isForbidden(error) && this.#resourceVersion === '') {
           this.#log.warn({ err: error }, 'not allowed to list; this optional watch is off until the controller restarts');
           this.#disabled = true;

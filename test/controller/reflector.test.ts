@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { pino } from 'pino';
 import { FakeClock, settle } from '../support/fake-clock.ts';
 import type { KubeClient, RequestOptions, WatchStream } from '../../controller/kube/client.ts';
-import { KubeApiError } from '../../controller/kube/errors.ts';
+import { KubeApiError, KubeTransportError } from '../../controller/kube/errors.ts';
 import { FIRST_PAGE_LIMIT, PAGE_TARGET_BYTES, Reflector, type ReflectorTiming } from '../../controller/kube/reflector.ts';
 
 type Query = Readonly<Record<string, string | number | boolean | undefined>>;
@@ -238,6 +238,30 @@ test('another watch error backs off, then watches again from the last resourceVe
   await until('the third watch', () => client.watches.length === 3);
   assert.equal(client.watches[2]?.['resourceVersion'], '11');
   assert.equal(reflector.stats.lists, 1, 'no relist for a non-410 error');
+  await reflector.stop();
+});
+
+test('the first error status after an outage backs off from the base, not from the outage\'s grown backoff', async () => {
+  const path = '/api/v1/namespaces/prod/configmaps';
+  const down = (): Error => new KubeTransportError('WATCH', path, { cause: new Error('connect ECONNREFUSED') });
+  // Four watches with no answer (backoffs of 1, 2, 4 and 8 s), then the server answers 429 while its storage initialises.
+  const client = new ScriptedClient([{ items: [cm('a', '1')], resourceVersion: '10' }], [
+    down(), down(), down(), down(),
+    new KubeApiError('WATCH', path, 429, 'TooManyRequests', 'storage is (re)initializing'),
+  ]);
+  const { reflector, clock } = start(client);
+  for (const [attempt, backoffMs] of [[1, 1_000], [2, 2_000], [3, 4_000], [4, 8_000]] as const) {
+    await until(`failure ${attempt}`, () => reflector.stats.errors === attempt);
+    assert.equal(reflector.failing, true);
+    await clock.advanceAsync(backoffMs);
+    await until(`watch ${attempt + 1}`, () => client.watches.length === attempt + 1);
+  }
+  await until('the 429', () => reflector.stats.errors === 5);
+  await clock.advanceAsync(TIMING.backoffBaseMs - 1);
+  assert.equal(client.watches.length, 5, 'still backing off');
+  await clock.advanceAsync(1);
+  await until('the watch after the base backoff, not after 16 s', () => client.watches.length === 6);
+  assert.equal(client.watches[5]?.['resourceVersion'], '10');
   await reflector.stop();
 });
 
