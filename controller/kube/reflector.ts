@@ -15,7 +15,9 @@
  * - any other error, a 404 for an API that is not installed (yet), or a
  *   stream that says nothing for `silenceMs` → backoff, then watch again from
  *   the last resourceVersion; the first error status after failures with no
- *   answer at all (the API server coming back) backs off from the base again;
+ *   answer at all (the API server coming back) backs off from the base again,
+ *   and the reflectors of one API server (one `Reachability`) wake each other
+ *   from such a backoff at its first answer;
  * - bookmarks keep the resourceVersion fresh in quiet collections;
  * - a watch that ends at once with nothing in it counts as a failure and is
  *   opened again only after the backoff (client-go's "very short watch"), so
@@ -132,6 +134,32 @@ interface WatchEvent {
   readonly object?: unknown;
 }
 
+/**
+ * Shared by the reflectors of one API server: the first of them that gets an answer again wakes the others from a
+ * backoff they took after failures with no answer, so a cluster whose API server comes back is whole again at its
+ * first answer, not when the last of its reflectors' backoffs (up to `backoffMaxMs`, each on its own phase) ends.
+ */
+export class Reachability {
+  readonly #waiters = new Set<() => void>();
+
+  /** The API server answered. */
+  answered(): void {
+    for (const wake of this.#waiters) wake();
+  }
+
+  /** Sleeps `ms`, or less: until `signal` aborts or the API server answers another reflector. */
+  async sleepUntilAnswered(clock: Clock, ms: number, signal: AbortSignal): Promise<void> {
+    const woken = new AbortController();
+    const wake = (): void => woken.abort();
+    this.#waiters.add(wake);
+    try {
+      await sleep(clock, ms, AbortSignal.any([signal, woken.signal]));
+    } finally {
+      this.#waiters.delete(wake);
+    }
+  }
+}
+
 /** One collection, listed and watched until `stop()`. */
 export class Reflector<S> {
   readonly spec: ReflectorSpec<S>;
@@ -143,6 +171,7 @@ export class Reflector<S> {
   readonly #log: Logger;
   readonly #onChange: ChangeHandler<S>;
   readonly #hooks: ReflectorHooks;
+  readonly #reachability: Reachability;
   readonly #stopping = new AbortController();
   #synced = false;
   #absent = false;
@@ -157,7 +186,7 @@ export class Reflector<S> {
   #unpaged = false;
   readonly #syncWaiters: (() => void)[] = [];
 
-  constructor(spec: ReflectorSpec<S>, deps: { client: KubeClient; timing: ReflectorTiming; clock: Clock; log: Logger; onChange: ChangeHandler<S>; hooks?: ReflectorHooks }) {
+  constructor(spec: ReflectorSpec<S>, deps: { client: KubeClient; timing: ReflectorTiming; clock: Clock; log: Logger; onChange: ChangeHandler<S>; hooks?: ReflectorHooks; reachability?: Reachability }) {
     this.spec = spec;
     this.#client = deps.client;
     this.#timing = deps.timing;
@@ -165,6 +194,7 @@ export class Reflector<S> {
     this.#log = deps.log.child({ reflector: spec.name });
     this.#onChange = deps.onChange;
     this.#hooks = deps.hooks ?? {};
+    this.#reachability = deps.reachability ?? new Reachability();
     this.#pageLimit = Math.min(spec.pageSize, FIRST_PAGE_LIMIT);
   }
 
@@ -325,7 +355,7 @@ export class Reflector<S> {
           this.#failing = true;
           this.#log.warn({ err: error, attempt: failures }, 'list/watch failed; retrying after a backoff');
         }
-        await sleep(this.#clock, this.#backoff(failures), signal);
+        await this.#backOff(failures, answered, signal);
       }
     }
   }
@@ -344,6 +374,13 @@ export class Reflector<S> {
     this.#unpaged = true;
     this.#log.warn({ attempt: inARow }, 'a paged list was cut short again (410); listing unpaged after a backoff');
     await sleep(this.#clock, this.#backoff(inARow - 1), signal);
+  }
+
+  /** The backoff after a failure; after one with no answer it ends early when the API server answers another reflector. */
+  #backOff(failures: number, answered: boolean, signal: AbortSignal): Promise<void> {
+    if (!answered) return this.#reachability.sleepUntilAnswered(this.#clock, this.#backoff(failures), signal);
+    this.#reachability.answered();
+    return sleep(this.#clock, this.#backoff(failures), signal);
   }
 
   /** The delay before the n-th attempt in a row after a failure (or a short watch): base·2^(n−1), capped. */
@@ -379,6 +416,7 @@ export class Reflector<S> {
       }
       this.#lastActivity = this.#clock.now();
       this.#failing = false;
+      this.#reachability.answered();
       for (const raw of page.items ?? []) {
         const key = objectKey(raw);
         seen.add(key);
@@ -428,6 +466,7 @@ export class Reflector<S> {
       // An open watch is alive even before its first event (a quiet collection).
       this.#lastActivity = this.#clock.now();
       this.#failing = false;
+      this.#reachability.answered();
       for await (const line of lines) {
         silence.cancel();
         silence = this.#clock.setTimer(() => stream.abort(), this.#timing.silenceMs);
