@@ -15,7 +15,8 @@
  * - any other error, a 404 for an API that is not installed (yet), or a
  *   stream that says nothing for `silenceMs` → backoff, then watch again from
  *   the last resourceVersion; the first error status after failures with no
- *   answer at all (the API server coming back) backs off from the base again,
+ *   answer at all or after "not installed" (the API server coming back) backs
+ *   off from the base again,
  *   and the reflectors of one API server (one `Reachability`) wake each other
  *   from such a backoff at its first answer;
  * - bookmarks keep the resourceVersion fresh in quiet collections;
@@ -160,6 +161,23 @@ export class Reachability {
   }
 }
 
+/** A failed list or watch: no answer at all (the API server down or unreachable), an API not installed, or another error status. */
+type FailureKind = 'unanswered' | 'absent' | 'status';
+
+function failureKind(error: unknown, resourceVersion: string): FailureKind {
+  if (!(error instanceof KubeApiError)) return 'unanswered';
+  return isNotFound(error) && resourceVersion === '' ? 'absent' : 'status';
+}
+
+/**
+ * The failures in a row after this one. An error status after failures with no answer, or after "not installed", starts a
+ * new streak from the base backoff: the server is back (its first seconds answer 429 "storage is (re)initializing" or
+ * 403 while its RBAC cache fills), and that must not wait the 30 s an outage or a long-absent API grew the backoff to.
+ */
+function nextFailures(failures: number, previous: FailureKind | undefined, kind: FailureKind): number {
+  return kind === 'status' && (previous === 'unanswered' || previous === 'absent') ? 1 : failures + 1;
+}
+
 /** One collection, listed and watched until `stop()`. */
 export class Reflector<S> {
   readonly spec: ReflectorSpec<S>;
@@ -291,8 +309,7 @@ export class Reflector<S> {
     let failures = 0;
     let cutShortInARow = 0;
     let listing = false;
-    // The last failure got no answer at all (the API server down or unreachable), as opposed to an error status.
-    let unanswered = false;
+    let lastFailure: FailureKind | undefined;
     // Jittered (±10%), so that hundreds of reflectors do not relist in the same second.
     const resyncDelay = (): number => (this.#timing.relistMs > 0 ? this.#timing.relistMs * (0.9 + Math.random() * 0.2) : Infinity);
     let nextResync = this.#clock.now() + resyncDelay();
@@ -328,11 +345,10 @@ export class Reflector<S> {
         }
         listing = false;
         this.stats.errors++;
-        // An answer after an outage ends its streak: the server is back, and a 429 "storage is (re)initializing" of
-        // its first seconds must not wait the 30 s the outage's failures grew the backoff to (it starts from the base).
-        const answered = error instanceof KubeApiError;
-        failures = answered && unanswered ? 1 : failures + 1;
-        unanswered = !answered;
+        const kind = failureKind(error, this.#resourceVersion);
+        failures = nextFailures(failures, lastFailure, kind);
+        lastFailure = kind;
+        const answered = kind !== 'unanswered';
         if (this.spec.offWhenForbidden === true && isForbidden(error) && this.#resourceVersion === '') {
           this.#log.warn({ err: error }, 'not allowed to list; this optional watch is off until the controller restarts');
           this.#disabled = true;
@@ -340,7 +356,7 @@ export class Reflector<S> {
           this.#markSynced(true);
           break;
         }
-        if (isNotFound(error) && this.#resourceVersion === '') {
+        if (kind === 'absent') {
           // The API is not installed (yet): an empty collection, checked again after a backoff.
           if (!this.#absent) this.#log.info('the API is not installed; checking again periodically');
           this.#absent = true;

@@ -266,6 +266,25 @@ test('the first error status after an outage backs off from the base, not from t
   await reflector.stop();
 });
 
+test('an error status after "not installed" backs off from the base, not from the absent API\'s grown backoff', async () => {
+  const path = '/api/v1/namespaces/prod/configmaps';
+  const absent = (): Error => new KubeApiError('GET', path, 404, 'NotFound', 'the server could not find the requested resource');
+  // Checked three times while absent (1, 2, 4 s apart), then a 403 of an API server whose RBAC cache is still filling.
+  const client = new ScriptedClient([absent(), absent(), absent(), new KubeApiError('GET', path, 403, 'Forbidden', 'forbidden'), { items: [], resourceVersion: '10' }], []);
+  const { reflector, clock } = start(client);
+  for (const [attempt, backoffMs] of [[1, 1_000], [2, 2_000], [3, 4_000]] as const) {
+    await until(`check ${attempt}`, () => reflector.stats.errors === attempt);
+    await clock.advanceAsync(backoffMs);
+  }
+  await until('the 403', () => reflector.stats.errors === 4);
+  assert.equal(reflector.failing, true);
+  await clock.advanceAsync(TIMING.backoffBaseMs - 1);
+  assert.equal(client.lists.length, 4, 'still backing off');
+  await clock.advanceAsync(1);
+  await until('listed after the base backoff, not after 8 s', () => client.lists.length === 5 && !reflector.failing);
+  await reflector.stop();
+});
+
 test('the first reflector the API server answers again wakes the others of that server from their backoff', async () => {
   const path = '/api/v1/namespaces/prod/configmaps';
   const down = (): Error => new KubeTransportError('WATCH', path, { cause: new Error('connect ECONNREFUSED') });
