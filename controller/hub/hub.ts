@@ -15,7 +15,7 @@
 import type { ControllerConfig } from '../config/model.ts';
 import type { HealthSources } from '../http.ts';
 import type { KubeClient } from '../kube/client.ts';
-import { Reflector, type ReflectorTiming } from '../kube/reflector.ts';
+import { Reachability, Reflector, type ReflectorTiming } from '../kube/reflector.ts';
 import { collectionPath, OTHER_RESOURCES } from '../kube/resources.ts';
 import { silentWatch } from '../wiring/reflectors.ts';
 import type { RunningPipelines } from '../wiring/single.ts';
@@ -51,7 +51,7 @@ function reduceClusterSecret(raw: unknown): WatchedClusterSecret {
 
 function hubReflectors(config: ControllerConfig, parts: HubParts, onChange: () => void): { secrets: Reflector<WatchedClusterSecret>; argocdCm: Reflector<{ readonly inClusterEnabled: boolean }> } {
   const timing: ReflectorTiming = { silenceMs: config.watchSilenceTimeout.ms, relistMs: config.relistPeriod.ms, backoffBaseMs: 500, backoffMaxMs: 30_000 };
-  const common = { client: parts.hubClient, timing, clock: parts.clock, log: parts.log, onChange };
+  const common = { client: parts.hubClient, timing, clock: parts.clock, log: parts.log, onChange, reachability: new Reachability() };
   const secrets = new Reflector<WatchedClusterSecret>({
     name: `cluster secrets in ${config.argocdNamespace}`,
     path: collectionPath(OTHER_RESOURCES.secrets, config.argocdNamespace),

@@ -14,7 +14,11 @@
  *   expire a third time;
  * - any other error, a 404 for an API that is not installed (yet), or a
  *   stream that says nothing for `silenceMs` → backoff, then watch again from
- *   the last resourceVersion;
+ *   the last resourceVersion; the first error status after failures with no
+ *   answer at all or after "not installed" (the API server coming back) backs
+ *   off from the base again,
+ *   and the reflectors of one API server (one `Reachability`) wake each other
+ *   from such a backoff at its first answer;
  * - bookmarks keep the resourceVersion fresh in quiet collections;
  * - a watch that ends at once with nothing in it counts as a failure and is
  *   opened again only after the backoff (client-go's "very short watch"), so
@@ -131,6 +135,49 @@ interface WatchEvent {
   readonly object?: unknown;
 }
 
+/**
+ * Shared by the reflectors of one API server: the first of them that gets an answer again wakes the others from a
+ * backoff they took after failures with no answer, so a cluster whose API server comes back is whole again at its
+ * first answer, not when the last of its reflectors' backoffs (up to `backoffMaxMs`, each on its own phase) ends.
+ */
+export class Reachability {
+  readonly #waiters = new Set<() => void>();
+
+  /** The API server answered. */
+  answered(): void {
+    for (const wake of this.#waiters) wake();
+  }
+
+  /** Sleeps `ms`, or less: until `signal` aborts or the API server answers another reflector. */
+  async sleepUntilAnswered(clock: Clock, ms: number, signal: AbortSignal): Promise<void> {
+    const woken = new AbortController();
+    const wake = (): void => woken.abort();
+    this.#waiters.add(wake);
+    try {
+      await sleep(clock, ms, AbortSignal.any([signal, woken.signal]));
+    } finally {
+      this.#waiters.delete(wake);
+    }
+  }
+}
+
+/** A failed list or watch: no answer at all (the API server down or unreachable), an API not installed, or another error status. */
+type FailureKind = 'unanswered' | 'absent' | 'status';
+
+function failureKind(error: unknown, resourceVersion: string): FailureKind {
+  if (!(error instanceof KubeApiError)) return 'unanswered';
+  return isNotFound(error) && resourceVersion === '' ? 'absent' : 'status';
+}
+
+/**
+ * The failures in a row after this one. An error status after failures with no answer, or after "not installed", starts a
+ * new streak from the base backoff: the server is back (its first seconds answer 429 "storage is (re)initializing" or
+ * 403 while its RBAC cache fills), and that must not wait the 30 s an outage or a long-absent API grew the backoff to.
+ */
+function nextFailures(failures: number, previous: FailureKind | undefined, kind: FailureKind): number {
+  return kind === 'status' && (previous === 'unanswered' || previous === 'absent') ? 1 : failures + 1;
+}
+
 /** One collection, listed and watched until `stop()`. */
 export class Reflector<S> {
   readonly spec: ReflectorSpec<S>;
@@ -142,6 +189,7 @@ export class Reflector<S> {
   readonly #log: Logger;
   readonly #onChange: ChangeHandler<S>;
   readonly #hooks: ReflectorHooks;
+  readonly #reachability: Reachability;
   readonly #stopping = new AbortController();
   #synced = false;
   #absent = false;
@@ -156,7 +204,7 @@ export class Reflector<S> {
   #unpaged = false;
   readonly #syncWaiters: (() => void)[] = [];
 
-  constructor(spec: ReflectorSpec<S>, deps: { client: KubeClient; timing: ReflectorTiming; clock: Clock; log: Logger; onChange: ChangeHandler<S>; hooks?: ReflectorHooks }) {
+  constructor(spec: ReflectorSpec<S>, deps: { client: KubeClient; timing: ReflectorTiming; clock: Clock; log: Logger; onChange: ChangeHandler<S>; hooks?: ReflectorHooks; reachability?: Reachability }) {
     this.spec = spec;
     this.#client = deps.client;
     this.#timing = deps.timing;
@@ -164,6 +212,7 @@ export class Reflector<S> {
     this.#log = deps.log.child({ reflector: spec.name });
     this.#onChange = deps.onChange;
     this.#hooks = deps.hooks ?? {};
+    this.#reachability = deps.reachability ?? new Reachability();
     this.#pageLimit = Math.min(spec.pageSize, FIRST_PAGE_LIMIT);
   }
 
@@ -260,6 +309,7 @@ export class Reflector<S> {
     let failures = 0;
     let cutShortInARow = 0;
     let listing = false;
+    let lastFailure: FailureKind | undefined;
     // Jittered (±10%), so that hundreds of reflectors do not relist in the same second.
     const resyncDelay = (): number => (this.#timing.relistMs > 0 ? this.#timing.relistMs * (0.9 + Math.random() * 0.2) : Infinity);
     let nextResync = this.#clock.now() + resyncDelay();
@@ -295,7 +345,10 @@ export class Reflector<S> {
         }
         listing = false;
         this.stats.errors++;
-        failures++;
+        const kind = failureKind(error, this.#resourceVersion);
+        failures = nextFailures(failures, lastFailure, kind);
+        lastFailure = kind;
+        const answered = kind !== 'unanswered';
         if (this.spec.offWhenForbidden === true && isForbidden(error) && this.#resourceVersion === '') {
           this.#log.warn({ err: error }, 'not allowed to list; this optional watch is off until the controller restarts');
           this.#disabled = true;
@@ -303,7 +356,7 @@ export class Reflector<S> {
           this.#markSynced(true);
           break;
         }
-        if (isNotFound(error) && this.#resourceVersion === '') {
+        if (kind === 'absent') {
           // The API is not installed (yet): an empty collection, checked again after a backoff.
           if (!this.#absent) this.#log.info('the API is not installed; checking again periodically');
           this.#absent = true;
@@ -318,7 +371,7 @@ export class Reflector<S> {
           this.#failing = true;
           this.#log.warn({ err: error, attempt: failures }, 'list/watch failed; retrying after a backoff');
         }
-        await sleep(this.#clock, this.#backoff(failures), signal);
+        await this.#backOff(failures, answered, signal);
       }
     }
   }
@@ -337,6 +390,13 @@ export class Reflector<S> {
     this.#unpaged = true;
     this.#log.warn({ attempt: inARow }, 'a paged list was cut short again (410); listing unpaged after a backoff');
     await sleep(this.#clock, this.#backoff(inARow - 1), signal);
+  }
+
+  /** The backoff after a failure; after one with no answer it ends early when the API server answers another reflector. */
+  #backOff(failures: number, answered: boolean, signal: AbortSignal): Promise<void> {
+    if (!answered) return this.#reachability.sleepUntilAnswered(this.#clock, this.#backoff(failures), signal);
+    this.#reachability.answered();
+    return sleep(this.#clock, this.#backoff(failures), signal);
   }
 
   /** The delay before the n-th attempt in a row after a failure (or a short watch): base·2^(n−1), capped. */
@@ -372,6 +432,7 @@ export class Reflector<S> {
       }
       this.#lastActivity = this.#clock.now();
       this.#failing = false;
+      this.#reachability.answered();
       for (const raw of page.items ?? []) {
         const key = objectKey(raw);
         seen.add(key);
@@ -421,6 +482,7 @@ export class Reflector<S> {
       // An open watch is alive even before its first event (a quiet collection).
       this.#lastActivity = this.#clock.now();
       this.#failing = false;
+      this.#reachability.answered();
       for await (const line of lines) {
         silence.cancel();
         silence = this.#clock.setTimer(() => stream.abort(), this.#timing.silenceMs);

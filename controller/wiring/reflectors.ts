@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import type { Clock } from '../clock.ts';
 import type { ControllerConfig } from '../config/model.ts';
 import type { KubeClient } from '../kube/client.ts';
-import { Reflector, type ReflectorTiming } from '../kube/reflector.ts';
+import { Reachability, Reflector, type ReflectorTiming } from '../kube/reflector.ts';
 import { collectionPath } from '../kube/resources.ts';
 import type { ControllerMetrics } from '../metrics.ts';
 import type { AnyWatch } from './watches.ts';
@@ -33,6 +33,8 @@ export function createReflectors(watches: readonly AnyWatch[], settings: Reflect
     backoffBaseMs: 500,
     backoffMaxMs: 30_000,
   };
+  // One API server for every row: the first reflector it answers again wakes the others from their backoff.
+  const reachability = new Reachability();
   return watches.map((watch) => {
     const { resource, namespace } = watch;
     const name = `${resource.plural}${namespace === undefined ? '' : ` in ${namespace}`}`;
@@ -49,6 +51,7 @@ export function createReflectors(watches: readonly AnyWatch[], settings: Reflect
       timing,
       clock: deps.clock,
       log: deps.log,
+      reachability,
       onChange: (_key, previous, next) => {
         for (const key of watch.keys(previous, next)) deps.enqueue(key);
       },

@@ -108,7 +108,9 @@ async function startScene(): Promise<Scene> {
   for (const spoke of [sa, sb]) await spoke.createServiceAccount('kube-system', MANAGER);
   const tokenA = await sa.tokenFor('kube-system', MANAGER);
   await create(hub.admin, COLLECTIONS.Secret(ARGOCD), clusterSecret('cluster-spoke-a', a, tokenA));
-  const controller = await startControllerProcess(hub, { args: ['--argocd-clusters', `--argocd-namespace=${ARGOCD}`] });
+  // No --min-restart-interval: the scenes rotate spoke-b's app within a minute of each other, and each would wait out
+  // the interval's deferral (fleet.cluster.test.ts proves the interval; here it only added a minute to two scenes).
+  const controller = await startControllerProcess(hub, { args: ['--argocd-clusters', `--argocd-namespace=${ARGOCD}`, '--min-restart-interval=0'] });
   return { hub, a, b, controller, tokens: [tokenA] };
 }
 

@@ -3,8 +3,8 @@ import assert from 'node:assert/strict';
 import { pino } from 'pino';
 import { FakeClock, settle } from '../support/fake-clock.ts';
 import type { KubeClient, RequestOptions, WatchStream } from '../../controller/kube/client.ts';
-import { KubeApiError } from '../../controller/kube/errors.ts';
-import { FIRST_PAGE_LIMIT, PAGE_TARGET_BYTES, Reflector, type ReflectorTiming } from '../../controller/kube/reflector.ts';
+import { KubeApiError, KubeTransportError } from '../../controller/kube/errors.ts';
+import { FIRST_PAGE_LIMIT, PAGE_TARGET_BYTES, Reachability, Reflector, type ReflectorTiming } from '../../controller/kube/reflector.ts';
 
 type Query = Readonly<Record<string, string | number | boolean | undefined>>;
 
@@ -80,7 +80,7 @@ const TIMING: ReflectorTiming = { silenceMs: 60_000, relistMs: 3_600_000, backof
 
 type Change = readonly [key: string, previous: string | undefined, next: string | undefined];
 
-function start(client: ScriptedClient, options: { clock?: FakeClock; onChange?: (change: Change) => void; offWhenForbidden?: boolean; pageSize?: number } = {}) {
+function start(client: ScriptedClient, options: { clock?: FakeClock; onChange?: (change: Change) => void; offWhenForbidden?: boolean; pageSize?: number; reachability?: Reachability } = {}) {
   const clock = options.clock ?? new FakeClock(1_000_000);
   const changes: Change[] = [];
   const reflector = new Reflector<Summary>({
@@ -98,6 +98,7 @@ function start(client: ScriptedClient, options: { clock?: FakeClock; onChange?: 
     timing: TIMING,
     clock,
     log: pino({ enabled: false }),
+    ...(options.reachability === undefined ? {} : { reachability: options.reachability }),
     onChange: (key, previous, next) => {
       const change: Change = [key, previous?.value, next?.value];
       changes.push(change);
@@ -239,6 +240,68 @@ test('another watch error backs off, then watches again from the last resourceVe
   assert.equal(client.watches[2]?.['resourceVersion'], '11');
   assert.equal(reflector.stats.lists, 1, 'no relist for a non-410 error');
   await reflector.stop();
+});
+
+test('the first error status after an outage backs off from the base, not from the outage\'s grown backoff', async () => {
+  const path = '/api/v1/namespaces/prod/configmaps';
+  const down = (): Error => new KubeTransportError('WATCH', path, { cause: new Error('connect ECONNREFUSED') });
+  // Four watches with no answer (backoffs of 1, 2, 4 and 8 s), then the server answers 429 while its storage initialises.
+  const client = new ScriptedClient([{ items: [cm('a', '1')], resourceVersion: '10' }], [
+    down(), down(), down(), down(),
+    new KubeApiError('WATCH', path, 429, 'TooManyRequests', 'storage is (re)initializing'),
+  ]);
+  const { reflector, clock } = start(client);
+  for (const [attempt, backoffMs] of [[1, 1_000], [2, 2_000], [3, 4_000], [4, 8_000]] as const) {
+    await until(`failure ${attempt}`, () => reflector.stats.errors === attempt);
+    assert.equal(reflector.failing, true);
+    await clock.advanceAsync(backoffMs);
+    await until(`watch ${attempt + 1}`, () => client.watches.length === attempt + 1);
+  }
+  await until('the 429', () => reflector.stats.errors === 5);
+  await clock.advanceAsync(TIMING.backoffBaseMs - 1);
+  assert.equal(client.watches.length, 5, 'still backing off');
+  await clock.advanceAsync(1);
+  await until('the watch after the base backoff, not after 16 s', () => client.watches.length === 6);
+  assert.equal(client.watches[5]?.['resourceVersion'], '10');
+  await reflector.stop();
+});
+
+test('an error status after "not installed" backs off from the base, not from the absent API\'s grown backoff', async () => {
+  const path = '/api/v1/namespaces/prod/configmaps';
+  const absent = (): Error => new KubeApiError('GET', path, 404, 'NotFound', 'the server could not find the requested resource');
+  // Checked three times while absent (1, 2, 4 s apart), then a 403 of an API server whose RBAC cache is still filling.
+  const client = new ScriptedClient([absent(), absent(), absent(), new KubeApiError('GET', path, 403, 'Forbidden', 'forbidden'), { items: [], resourceVersion: '10' }], []);
+  const { reflector, clock } = start(client);
+  for (const [attempt, backoffMs] of [[1, 1_000], [2, 2_000], [3, 4_000]] as const) {
+    await until(`check ${attempt}`, () => reflector.stats.errors === attempt);
+    await clock.advanceAsync(backoffMs);
+  }
+  await until('the 403', () => reflector.stats.errors === 4);
+  assert.equal(reflector.failing, true);
+  await clock.advanceAsync(TIMING.backoffBaseMs - 1);
+  assert.equal(client.lists.length, 4, 'still backing off');
+  await clock.advanceAsync(1);
+  await until('listed after the base backoff, not after 8 s', () => client.lists.length === 5 && !reflector.failing);
+  await reflector.stop();
+});
+
+test('the first reflector the API server answers again wakes the others of that server from their backoff', async () => {
+  const path = '/api/v1/namespaces/prod/configmaps';
+  const down = (): Error => new KubeTransportError('WATCH', path, { cause: new Error('connect ECONNREFUSED') });
+  const reachability = new Reachability();
+  const waiting = new ScriptedClient([{ items: [cm('a', '1')], resourceVersion: '10' }], [down(), down()]);
+  const { reflector, clock } = start(waiting, { reachability });
+  await until('the first failure', () => reflector.stats.errors === 1);
+  await clock.advanceAsync(TIMING.backoffBaseMs);
+  await until('the second failure', () => reflector.stats.errors === 2);
+  // In a backoff of 2 s when another reflector of the same server gets an answer, half a second into it.
+  await clock.advanceAsync(500);
+  assert.equal(waiting.watches.length, 2, 'still backing off');
+  const other = start(new ScriptedClient([{ items: [cm('b', '1')], resourceVersion: '20' }], []), { clock, reachability });
+  await until('the other reflector listed', () => other.reflector.synced);
+  await until('woken: watching again at once, not 1.5 s later', () => waiting.watches.length === 3);
+  assert.equal(reflector.failing, false);
+  await Promise.all([reflector.stop(), other.reflector.stop()]);
 });
 
 test('a BOOKMARK advances the resourceVersion without a change', async () => {
