@@ -21,9 +21,11 @@ import type { ControllerMetrics } from './metrics.ts';
 import { setUpNotifications } from './notify/setup.ts';
 import type { WebhookUrl } from './notify/url.ts';
 import type { WriteBack } from './writeback/engine.ts';
-import { connectCluster } from './wiring/cluster-client.ts';
+import { connectCluster, userAgentOf } from './wiring/cluster-client.ts';
 import { startHub } from './hub/hub.ts';
+import { ownedByTheLeader, sharedOnLeases } from './hub/ownership.ts';
 import { createElection } from './wiring/election.ts';
+import { createShards } from './wiring/shards.ts';
 import { GaugeSources, createProcessMetrics } from './wiring/metrics.ts';
 import { startSingleCluster } from './wiring/single.ts';
 import { createGitWriteBack } from './wiring/write-back.ts';
@@ -76,10 +78,13 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
   // Process-wide, first: the metrics every other part reports to, and the election whose fence every write consults.
   const gauges = new GaugeSources(clock);
   const metrics = createProcessMetrics(gauges);
-  const election = createElection(kubeConfig, config, { clock, log, identity: deps.identity, defaultLeaseNamespace: deps.defaultLeaseNamespace });
-  // The client of the cluster the controller runs in: its pipeline's, or in hub mode the hub's.
-  const client = connectCluster(kubeConfig, config, { clock, apiRequests: metrics.controller.apiRequests });
   const identity = deps.identity || hostname();
+  const electionDeps = { clock, log, identity, defaultLeaseNamespace: deps.defaultLeaseNamespace };
+  // In hub mode, --leader-elect shares the clusters out on a Lease each (ADR 0023) instead of one leader for all.
+  const shards = config.argocdClusters && config.leaderElect ? createShards(kubeConfig, config, electionDeps) : undefined;
+  const election = createElection(kubeConfig, { ...config, leaderElect: config.leaderElect && shards === undefined }, electionDeps);
+  // The client of the cluster the controller runs in: its pipeline's, or in hub mode the hub's.
+  const client = connectCluster(kubeConfig, config, { clock, apiRequests: metrics.controller.apiRequests, userAgent: userAgentOf(identity) });
   const recorder = createEventRecorder({ client, log, now: () => clock.now(), instance: identity, repeatMs: 10 * 60_000, seriesUpdateMs: config.eventSeriesInterval.ms });
   // Restart Events also go to the webhook, when one is configured; the reconciler only sees a recorder.
   const notifications = setUpNotifications(recorder, config, { clock, log, urlFromFile: deps.notifyWebhookUrl });
@@ -92,7 +97,10 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
   };
   // One cluster, or in hub mode every cluster Argo CD deploys to (ADR 0019).
   const running = config.argocdClusters
-    ? startHub(config, { ...parts, hubClient: client, homeKubeConfig: kubeConfig, identity, config, notify: (events) => notifications.wrap(events) })
+    ? startHub(config, {
+      ...parts, hubClient: client, homeKubeConfig: kubeConfig, identity, config, notify: (events) => notifications.wrap(events),
+      ...(shards === undefined ? { ownership: ownedByTheLeader(election) } : { ownership: sharedOnLeases(shards.coordinator, identity), writeTimeoutMs: shards.writeTimeoutMs }),
+    })
     : startSingleCluster(config, parts);
   // Standbys keep their caches warm; only the leader (or the only replica) reconciles and writes.
   const synced = running.reconcileWhen(election.lead(() => {
@@ -116,6 +124,7 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
       // In hub mode the hub's client is not a pipeline's: closed here, after its watches.
       if (config.argocdClusters) await client.close();
       await election.close();
+      await shards?.close();
     },
   };
 }

@@ -19,7 +19,7 @@ import type { ControllerConfig } from '../config/model.ts';
 import { createEventRecorder, type EventRecorder } from '../events.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { FencedError, type Fence } from '../kube/fence.ts';
-import { connectCluster } from '../wiring/cluster-client.ts';
+import { connectCluster, userAgentOf } from '../wiring/cluster-client.ts';
 import { startPipeline } from '../wiring/lifecycle.ts';
 import type { GaugeSources, ProcessMetrics } from '../wiring/metrics.ts';
 import { createClusterPipeline } from '../wiring/pipeline.ts';
@@ -95,7 +95,7 @@ export function startClusterPipeline(destination: Destination, shared: SharedPar
   const config = clusterConfig(shared.config, destination);
   const kubeConfig = ownCredentials(destination) ? shared.homeKubeConfig : kubeConfigFor(destination.cluster);
   if (destination.cluster.warnings.length > 0) log.warn({ warnings: destination.cluster.warnings }, 'the cluster Secret has fields Argo CD ignores');
-  const client = connectCluster(kubeConfig, config, { clock, apiRequests: shared.metrics.controller.apiRequests });
+  const client = connectCluster(kubeConfig, config, { clock, apiRequests: shared.metrics.controller.apiRequests, userAgent: userAgentOf(shared.identity) });
   const fence = clusterFence(shared.fence, destination.name);
   // The cluster's Events go to the cluster, beside the workload they are about; none once it stopped.
   const recorder = shared.notify(createEventRecorder({ client, log, now: () => clock.now(), instance: shared.identity || hostname(), repeatMs: 10 * 60_000, seriesUpdateMs: config.eventSeriesInterval.ms }));

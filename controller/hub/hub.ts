@@ -4,8 +4,10 @@
  * its own, in `--argocd-namespace` of the cluster it runs in — Argo CD's
  * cluster Secrets (reduced by the parser, cluster-secret.ts) and argocd-cm
  * (only `cluster.inClusterEnabled`) — feed the registry, which runs one
- * pipeline per destination (cluster.ts). Their handlers only mark the
- * registry stale; one sync at a time brings it to what the watches hold.
+ * pipeline per destination (cluster.ts). Their handlers only ask for a
+ * sync, which brings the registry to what the watches hold; under
+ * `--leader-elect` only the clusters whose Lease this replica holds run here
+ * (ownership.ts, ADR 0023).
  *
  * Readiness: the hub is ready once its own two watches have listed. A
  * destination never makes the process unready or unhealthy — a restart of
@@ -23,14 +25,15 @@ import { startClusterPipeline, type SharedParts } from './cluster.ts';
 import { readClusterSecret, sameConnection } from './cluster-secret.ts';
 import { desiredClusters, sameDestination, type Refusal, type WatchedClusterSecret } from './destinations.ts';
 import { registerHubMetrics } from './hub-metrics.ts';
+import type { ClusterOwnership } from './ownership.ts';
 import { recordRefusal } from './refusal-event.ts';
 import { ClusterRegistry } from './registry.ts';
 
 /** The label of Argo CD's cluster Secrets. */
 export const CLUSTER_SECRET_SELECTOR = 'argocd.argoproj.io/secret-type=cluster';
 
-/** What the hub is handed: the process-wide parts, with the hub's client. */
-export type HubParts = Omit<SharedParts, 'leading'> & { readonly hubClient: KubeClient };
+/** What the hub is handed: the process-wide parts, with the hub's client and who owns which cluster. */
+export type HubParts = Omit<SharedParts, 'leading'> & { readonly hubClient: KubeClient; readonly ownership: ClusterOwnership };
 
 /** argocd-cm's say on the in-cluster destination: on unless `cluster.inClusterEnabled` is exactly "false", as Argo CD reads it. */
 function reduceArgoCdConfig(raw: unknown): { readonly inClusterEnabled: boolean } {
@@ -73,38 +76,37 @@ function hubReflectors(config: ControllerConfig, parts: HubParts, onChange: () =
 
 /** Starts the hub's watches; clusters start once they have listed. */
 export function startHub(config: ControllerConfig, parts: HubParts): RunningPipelines {
-  const { log, clock } = parts;
+  const { log, clock, ownership } = parts;
   let becomeLeader: () => void = () => undefined;
   const leading = new Promise<void>((resolve) => {
     becomeLeader = resolve;
   });
-  const shared: SharedParts = { ...parts, leading };
+  // The leader (or the first member, sharded) reports `driftless_leader` 1 and says what concerns the hub.
+  const shared: SharedParts = { ...parts, leading, isLeader: () => ownership.hubDuties() };
   const registry = new ClusterRegistry({
-    start: (destination) => startClusterPipeline(destination, shared),
+    // Each cluster's writes are fenced by what proves this replica may write there (ownership.ts).
+    start: (destination) => startClusterPipeline(destination, { ...shared, fence: ownership.fenceOf(destination.server) }),
     same: (a, b) => sameDestination(a, b, sameConnection),
+    owns: (destination) => ownership.owns(destination.server),
     log,
   });
   let refused: readonly Refusal[] = [];
   const reported = new Set<string>();
   let synced = false;
-  let syncing: Promise<void> | undefined;
-  let stale = false;
+  // Each sync applies what the watches hold now; the registry orders the changes of each server, so a cluster
+  // slow to stop holds up neither another's start nor the next sync.
   const sync = (): void => {
-    stale = true;
-    if (!synced || syncing !== undefined) return;
-    stale = false;
+    if (!synced) return;
     const inClusterEnabled = [...reflectors.argocdCm.store.values()][0]?.inClusterEnabled ?? true;
     const desired = desiredClusters(reflectors.secrets.store.values(), inClusterEnabled);
     refused = desired.refused;
     reportRefusals(desired.refused);
-    syncing = registry.update(desired.destinations).finally(() => {
-      syncing = undefined;
-      if (stale) sync();
-    });
+    ownership.setClusters([...desired.destinations.values()]);
+    void registry.update(desired.destinations);
   };
   // A refusal is said once per Secret version and reason, by the leader only (a standby's Event would repeat it).
   const reportRefusals = (refusals: readonly Refusal[]): void => {
-    if (!parts.isLeader()) return;
+    if (!ownership.hubDuties()) return;
     for (const refusal of refusals) {
       const key = `${refusal.secret}@${refusal.resourceVersion}:${refusal.reason}`;
       if (reported.has(key)) continue;
@@ -120,6 +122,7 @@ export function startHub(config: ControllerConfig, parts: HubParts): RunningPipe
     refused: () => refused.map((r) => ({ secret: `${config.argocdNamespace}/${r.secret}`, reason: r.reason })),
   });
   for (const reflector of hubWatches) reflector.start();
+  ownership.start({ changed: sync, stop: (server, why) => registry.stopServer(server, why) });
   const hubSynced = Promise.all(hubWatches.map((r) => r.whenSynced())).then(() => {
     synced = true;
     log.info({ clusterSecrets: reflectors.secrets.store.size }, 'cluster Secrets listed');
@@ -139,6 +142,8 @@ export function startHub(config: ControllerConfig, parts: HubParts): RunningPipe
       return Promise.all([hubSynced, lead]).then(() => undefined);
     },
     async drain() {
+      // Sharded: every cluster handed over, each pipeline stopped before its Lease is released.
+      await ownership.stop();
       await registry.close();
       return true;
     },

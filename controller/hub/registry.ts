@@ -8,8 +8,10 @@
  * client closed — before the new one starts. Clusters are independent: a
  * cluster that is slow to stop or never syncs holds up no other.
  *
- * `owns` filters the destinations this replica runs; today every one. Sharding
- * clusters across replicas on Leases (issue 22 §3) narrows it per replica.
+ * `owns` filters the destinations this replica runs: every one, or under
+ * `--leader-elect` those whose Lease it holds (ownership.ts, ADR 0023). A
+ * cluster handed over to another replica is `release`d: stopped as at
+ * shutdown, its reconciles finishing while the Lease still fences them.
  */
 import type { Logger } from 'pino';
 import type { Destination } from './destinations.ts';
@@ -32,10 +34,13 @@ export interface RegistryDeps {
   start(destination: Destination): RunningCluster;
   /** Whether two destinations of one server can share a pipeline. */
   same(a: Destination, b: Destination): boolean;
-  /** This replica's clusters (today: all). */
+  /** This replica's clusters (default: all). */
   owns?(destination: Destination): boolean;
   readonly log: Logger;
 }
+
+/** Why a pipeline stops with its reconciles let finish (otherwise: fenced off first, the cluster removed or reconnecting). */
+type Graceful = 'shutdown' | 'handed over';
 
 interface Entry {
   destination: Destination;
@@ -70,13 +75,13 @@ export class ClusterRegistry {
   }
 
   /** Queues one server's change after its previous one. */
-  #apply(server: string, wanted: Destination | undefined, closing = false): Promise<void> {
-    const next = (this.#chains.get(server) ?? Promise.resolve()).then(() => this.#change(server, wanted, closing));
+  #apply(server: string, wanted: Destination | undefined, graceful?: Graceful, why?: string): Promise<void> {
+    const next = (this.#chains.get(server) ?? Promise.resolve()).then(() => this.#change(server, wanted, graceful, why));
     this.#chains.set(server, next);
     return next;
   }
 
-  async #change(server: string, wanted: Destination | undefined, closing = false): Promise<void> {
+  async #change(server: string, wanted: Destination | undefined, graceful?: Graceful, why?: string): Promise<void> {
     const entry = this.#entries.get(server);
     if (entry !== undefined && wanted !== undefined && this.#deps.same(entry.destination, wanted)) {
       entry.destination = wanted;
@@ -84,8 +89,8 @@ export class ClusterRegistry {
     }
     if (entry !== undefined) {
       this.#entries.delete(server);
-      this.#deps.log.info({ cluster: entry.destination.name, server, why: closing ? 'shutdown' : wanted === undefined ? 'removed' : 'connection or scope changed' }, 'stopping cluster');
-      await entry.running?.stop(!closing);
+      this.#deps.log.info({ cluster: entry.destination.name, server, why: why ?? graceful ?? (wanted === undefined ? 'removed' : 'connection or scope changed') }, 'stopping cluster');
+      await entry.running?.stop(graceful === undefined);
       this.#deps.log.info({ cluster: entry.destination.name, server }, 'stopped cluster');
     }
     if (wanted === undefined || this.#closed) return;
@@ -112,10 +117,20 @@ export class ClusterRegistry {
     return this.#entries.has(server);
   }
 
+  /**
+   * Stops one server's pipeline; resolves once stopped. `owns` must already say no, so that no later update
+   * starts it again. Handed over: as at shutdown, its reconciles finish while the Lease still fences them. The
+   * Lease lost: its fence already fails every write; the pipeline stops as a removed cluster's does (and a
+   * Lease won again starts a new one, with the new fence).
+   */
+  stopServer(server: string, why: 'handed over' | 'lease lost'): Promise<void> {
+    return this.#apply(server, undefined, why === 'handed over' ? why : undefined, why);
+  }
+
   /** Stops every cluster (after the changes in flight); no cluster is started afterwards. */
   async close(): Promise<void> {
     this.#closed = true;
     await Promise.all(this.#chains.values());
-    await Promise.all([...this.#entries.keys()].map((server) => this.#apply(server, undefined, true)));
+    await Promise.all([...this.#entries.keys()].map((server) => this.#apply(server, undefined, 'shutdown')));
   }
 }

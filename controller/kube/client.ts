@@ -131,6 +131,11 @@ export interface CredentialsRejectedHook {
 export interface KubeClientOptions {
   /** Every request but a watch gives up after this long (the whole answer, body included); default 30 s. */
   readonly requestTimeoutMs?: number;
+  /**
+   * The User-Agent of every request. With several replicas sharing one identity in a cluster (Argo CD's
+   * cluster Secret in hub mode), it is what tells their requests apart in the API server's audit log.
+   */
+  readonly userAgent?: string;
 }
 
 /** The default deadline of one request: client-go's REST client has none by default, which is how a hung request blocks shutdown. */
@@ -172,7 +177,7 @@ export function createKubeClient(config: KubeConfig, limiter: RequestLimiter, ob
     let retriedAuth = false;
     for (;;) {
       const auth = await authHeaders(Date.now(), retriedAuth);
-      const requestHeaders: Record<string, string> = { ...auth, accept: 'application/json' };
+      const requestHeaders: Record<string, string> = { ...auth, accept: 'application/json', ...(clientOptions.userAgent === undefined ? {} : { 'user-agent': clientOptions.userAgent }) };
       let body: string | undefined;
       if (options.body !== undefined) {
         body = JSON.stringify(options.body);

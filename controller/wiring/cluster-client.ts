@@ -13,8 +13,16 @@ import { TokenBucket } from '../token-bucket.ts';
 /** The client's settings. */
 export type ClusterClientSettings = Pick<ControllerConfig, 'kubeQps' | 'kubeBurst' | 'kubeRequestTimeout'>;
 
+/** The User-Agent of replica `identity`: its requests tell apart from another replica's under one credential. */
+export function userAgentOf(identity: string): string {
+  return `driftless-controller (${identity})`;
+}
+
 /** A rate-limited client of the cluster `kubeConfig` names. */
-export function connectCluster(kubeConfig: KubeConfig, settings: ClusterClientSettings, deps: { readonly clock: Clock; readonly apiRequests: Counter<'verb' | 'code'> }): KubeClient {
+export function connectCluster(kubeConfig: KubeConfig, settings: ClusterClientSettings, deps: { readonly clock: Clock; readonly apiRequests: Counter<'verb' | 'code'>; readonly userAgent?: string }): KubeClient {
   const limiter = new TokenBucket({ ratePerSecond: settings.kubeQps, burst: settings.kubeBurst, clock: deps.clock });
-  return createKubeClient(kubeConfig, limiter, (verb, code) => deps.apiRequests.inc({ verb, code: String(code) }), { requestTimeoutMs: settings.kubeRequestTimeout.ms });
+  return createKubeClient(kubeConfig, limiter, (verb, code) => deps.apiRequests.inc({ verb, code: String(code) }), {
+    requestTimeoutMs: settings.kubeRequestTimeout.ms,
+    ...(deps.userAgent === undefined ? {} : { userAgent: deps.userAgent }),
+  });
 }

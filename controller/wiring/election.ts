@@ -10,6 +10,7 @@ import type { ControllerConfig } from '../config/model.ts';
 import { createKubeClient } from '../kube/client.ts';
 import { unfenced, type Fence } from '../kube/fence.ts';
 import { LeaderElector } from '../leader.ts';
+import { userAgentOf } from './cluster-client.ts';
 
 /** The election's settings. */
 export type ElectionSettings = Pick<ControllerConfig, 'leaderElect' | 'leaderElectionNamespace' | 'leaderElectionId' | 'leaseDuration' | 'renewDeadline' | 'retryPeriod' | 'kubeRequestTimeout'>;
@@ -50,7 +51,7 @@ export function createElection(kubeConfig: KubeConfig, config: ElectionSettings,
     };
   }
   // The Lease has a client of its own, outside --kube-qps: a renewal must never queue behind a relist.
-  const client = createKubeClient(kubeConfig, { take: () => Promise.resolve() }, undefined, { requestTimeoutMs });
+  const client = createKubeClient(kubeConfig, { take: () => Promise.resolve() }, undefined, { requestTimeoutMs, userAgent: userAgentOf(deps.identity) });
   const elector = new LeaderElector(client, {
     namespace: config.leaderElectionNamespace ?? deps.defaultLeaseNamespace,
     name: config.leaderElectionId,

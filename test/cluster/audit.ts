@@ -51,6 +51,8 @@ export interface AuditEvent {
   readonly verb: string;
   readonly requestURI: string;
   readonly user: { readonly username: string; readonly groups?: readonly string[] };
+  /** The client's User-Agent: tells apart replicas that share one credential. */
+  readonly userAgent?: string;
   readonly objectRef?: {
     readonly resource?: string;
     readonly subresource?: string;
@@ -68,6 +70,8 @@ export interface AuditEvent {
 export interface AuditFilter {
   /** Exact username, e.g. `system:serviceaccount:ns:replica-a`. */
   readonly user?: string;
+  /** Exact User-Agent. */
+  readonly userAgent?: string;
   readonly verbs?: readonly string[];
   /** e.g. `pods`, `leases`, `deployments`. */
   readonly resource?: string;
@@ -102,6 +106,7 @@ export function filterAudit(events: readonly AuditEvent[], filter: AuditFilter):
   return events.filter((event) => {
     const ref = event.objectRef ?? {};
     if (filter.user !== undefined && event.user.username !== filter.user) return false;
+    if (filter.userAgent !== undefined && event.userAgent !== filter.userAgent) return false;
     if (filter.verbs !== undefined && !filter.verbs.includes(event.verb)) return false;
     if (filter.resource !== undefined && ref.resource !== filter.resource) return false;
     if (filter.subresource !== undefined && (ref.subresource ?? '') !== filter.subresource) return false;
