@@ -65,7 +65,8 @@ async function headOf(url: string, branch: string): Promise<string> {
   return (await runCommand('git', ['--git-dir', bare, 'rev-parse', `refs/heads/${branch}`], { cwd: bare, env })).stdout.trim();
 }
 
-fixture.test('a Secret rotated in a spoke for a git-strategy Deployment: the hub\'s controller commits, Argo CD syncs it into the spoke, the Deployment rolls; Synced at every poll', async ({ hub, argocd, spokes, namespace }) => {
+fixture.test('a Secret rotated in a spoke for a git-strategy Deployment: the hub\'s controller commits, Argo CD syncs it into the spoke, the Deployment rolls; Synced at every poll', async ({ hub, argocd, spokes, namespace, t }) => {
+  const started = Date.now();
   const [spoke] = spokes;
   assert.ok(spoke !== undefined, 'a spoke');
   const api = spoke.cluster.admin;
@@ -125,4 +126,6 @@ fixture.test('a Secret rotated in a spoke for a git-strategy Deployment: the hub
   const drift = observations.filter((o) => o.sync !== 'Synced' && !(o.sync === 'OutOfSync' && o.revision === sha));
   assert.deepEqual(drift, [], 'Synced at every poll, or OutOfSync only towards the write-back commit before its sync');
   assert.equal(observations.at(-1)?.sync, 'Synced');
+  // A figure for the report (the hub, Argo CD and the spokes start in the fixture's before hook, outside this).
+  t.diagnostic(`the scene took ${((Date.now() - started) / 1000).toFixed(1)} s (${observations.length} polls)`);
 }, { timeout: 420_000 });
