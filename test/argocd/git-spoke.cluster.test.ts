@@ -21,7 +21,9 @@ import { eventsFor, read, waitForEvent } from '../controller/support/fixtures.ts
 import { startControllerProcess } from '../controller/support/process.ts';
 import { commitExample, hashOf, pluginApplicationSpec } from './plugin-support.ts';
 
-const fixture = useSpokes();
+// One spoke: the scene needs no second one (hub.cluster.test.ts shows the spokes apart), and a third control plane
+// on a loaded machine only slows the start.
+const fixture = useSpokes({ spokeNames: ['spoke-a'] });
 
 /** The directory example's Deployment `web`, restarted through Git, using Secret `oob-credentials` that never passes through Git. */
 function gitDeployment(file: string, content: string): string {
