@@ -16,7 +16,7 @@ import type { ControllerMetrics } from './metrics.ts';
 import type { RestartStrategy } from './model.ts';
 import type { RecordStore } from './record/store.ts';
 import type { GitFallback } from './restart/git.ts';
-import type { WriteBack } from './writeback/engine.ts';
+import type { ClusterWriteBack } from './writeback/engine.ts';
 import type { WriteBackMetrics } from './writeback/metrics.ts';
 import type { WriteBackDefaults } from './writeback/select.ts';
 
@@ -89,7 +89,7 @@ export interface ReconcilerDeps {
   /** The API server's clock as learnt from the watches; absent: the clocks are taken to agree. */
   readonly skew?: ClockSkew;
   /** The Git write-back (strategy git, ADR 0016); absent: no workload uses it. */
-  readonly writeBack?: WriteBack;
+  readonly writeBack?: ClusterWriteBack;
   readonly writeBackMetrics?: WriteBackMetrics;
   /** Enqueues a workload (a write-back it submitted has an answer); absent: looked at again each check interval. */
   readonly wake?: (key: string) => void;

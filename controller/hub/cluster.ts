@@ -105,9 +105,9 @@ export function startClusterPipeline(destination: Destination, shared: SharedPar
     fence,
     writeTimeoutMs: shared.writeTimeoutMs,
     events,
-    // The write-back keys workloads by namespace and name, not by cluster: the `git` strategy serves the
-    // in-cluster destination only, and a spoke's `git` workload takes its in-cluster fallback (ADR 0019).
-    writeBack: destination.inCluster ? shared.writeBack : undefined,
+    // The write-back keys this cluster's workloads by its id, and its fence stops their commits (ADR 0026): the
+    // commit lands in the Application's repository with the hub's Argo CD credentials, whichever cluster it deploys to.
+    writeBack: shared.writeBack.forCluster({ id: destination.id, fence: fence.signal }),
     metrics: shared.metrics,
     clock,
     log,

@@ -21,7 +21,7 @@ import { Reconciler } from '../reconciler.ts';
 import { RecordCache, createRecordStore } from '../record/store.ts';
 import { createScope } from '../scope.ts';
 import { TokenBucket } from '../token-bucket.ts';
-import type { WriteBack } from '../writeback/engine.ts';
+import type { ClusterWriteBack } from '../writeback/engine.ts';
 import type { ProcessMetrics } from './metrics.ts';
 import { reconcileOptions } from './reconcile-options.ts';
 import { createReflectors } from './reflectors.ts';
@@ -37,8 +37,11 @@ export interface PipelineDeps {
   readonly fence: Fence;
   readonly writeTimeoutMs: number;
   readonly events: EventRecorder;
-  /** The Git write-back; absent: no workload of this pipeline takes the `git` strategy (a hub's spoke, ADR 0019). */
-  readonly writeBack: WriteBack | undefined;
+  /**
+   * The Git write-back, as this cluster's workloads use it (in hub mode `forCluster`, fenced by this pipeline's
+   * fence, ADR 0026); absent: no workload of this pipeline takes the `git` strategy.
+   */
+  readonly writeBack: ClusterWriteBack | undefined;
   readonly metrics: ProcessMetrics;
   readonly clock: Clock;
   readonly log: Logger;

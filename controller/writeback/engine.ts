@@ -17,6 +17,14 @@
  *   is `unchanged`. The engine writes what it is given; deciding *when* to
  *   write (on a change of the live config, never because Git differs) is the
  *   restart path's rule (ADR 0014).
+ * - **Clusters** (hub mode, ADR 0026). Workloads are keyed by cluster as well
+ *   as namespace and name: each cluster's pipeline uses `forCluster`, whose
+ *   submissions and answers are its own, batched apart from other clusters',
+ *   and fenced by that pipeline's fence: once it closes, the cluster's
+ *   submissions not yet run are dropped, a running one is aborted, and their
+ *   answers are forgotten (a later pipeline for the cluster submits again, as
+ *   after a restart of the controller). Without `forCluster` (one cluster)
+ *   everything is in one implicit cluster, as before.
  */
 import { randomBytes } from 'node:crypto';
 import { formatOutOfBandFile, OutOfBandFileError, parseOutOfBandFile } from '../../core/index.ts';
@@ -73,24 +81,53 @@ export interface WriteBackDeps {
   readonly processAlive?: (pid: number) => boolean;
 }
 
-/** The interface the restart path uses. */
-export interface WriteBack {
+/** What one cluster's restart path uses: its own submissions and their answers. */
+export interface ClusterWriteBack {
   /** Writes the request's digests; resolves with the outcome (never rejects). */
   submit(request: WriteBackRequest): Promise<WriteBackResult>;
-  /** The latest submission of every Application seen, sorted by namespace and name. */
-  status(): readonly WriteBackStatus[];
-  /** The latest submission of one Application (what `explain` shows; another workload's submission may be the latest). */
-  statusOf(namespace: string, name: string): WriteBackStatus | undefined;
   /**
    * The latest submission naming this workload in its `workloads`: the restart path's answer. A workload has one
    * restart in flight, so this is the answer to its own submission, whatever else its Application submitted since.
    */
   statusOfWorkload(workload: WorkloadRef): WriteBackStatus | undefined;
+}
+
+/** One cluster of a hub (ADR 0026): its id, and the fence of its pipeline. */
+export interface WriteBackCluster {
+  /** The cluster's id (`clusterId` of its server URL): what its workloads are keyed by. */
+  readonly id: string;
+  /**
+   * The pipeline's fence: once aborted, the cluster's submissions not yet run are dropped (resolved `stopped`,
+   * never committed), a running one is aborted, and the answers of what was dropped are forgotten.
+   */
+  readonly fence: AbortSignal;
+}
+
+/** The interface the restart path uses (one cluster: the engine itself; a hub's clusters: `forCluster`). */
+export interface WriteBack extends ClusterWriteBack {
+  /** The latest submission of every Application seen, sorted by namespace and name. */
+  status(): readonly WriteBackStatus[];
+  /**
+   * The latest submission of one Application (what `explain` shows; another workload's submission may be the
+   * latest); `cluster`: the id its workloads were submitted under (`forCluster`), none for the implicit cluster.
+   */
+  statusOf(namespace: string, name: string, cluster?: string): WriteBackStatus | undefined;
+  /** The engine as the pipeline of one cluster of a hub uses it (ADR 0026). */
+  forCluster(cluster: WriteBackCluster): ClusterWriteBack;
   /** Stops: open batches resolve `failed` (`stopped`), a running git command is aborted. */
   close(): Promise<void>;
 }
 
+/** The cluster a submission is for: `''` and no fence for the implicit one (one cluster; the election's fence closes the engine). */
+interface Scope {
+  readonly id: string;
+  readonly fence: AbortSignal | undefined;
+}
+
+const IMPLICIT: Scope = Object.freeze({ id: '', fence: undefined });
+
 interface Member {
+  readonly scope: Scope;
   readonly target: WriteTarget;
   readonly request: WriteBackRequest;
   readonly submittedAt: number;
@@ -100,6 +137,8 @@ interface Member {
 interface Batch {
   readonly key: string;
   readonly repoKey: string;
+  /** One cluster's members only: its fence aborts the batch without dropping another cluster's digests. */
+  readonly scope: Scope;
   readonly target: WriteTarget;
   readonly members: Member[];
   timer: Timer | undefined;
@@ -130,20 +169,35 @@ export function createWriteBack(settings: WriteBackSettings, deps: WriteBackDeps
       return runGitJob(job, runSettings);
     });
 
-  const appKey = (namespace: string, name: string): string => `${namespace}\u0000${name}`;
+  const appKey = (cluster: string, namespace: string, name: string): string => `${cluster}\u0000${namespace}\u0000${name}`;
   /** Sets a status unless a later submission owns the key: an older batch finishing must not overwrite it. */
   const put = (map: Map<string, WriteBackStatus>, key: string, status: WriteBackStatus): void => {
     const current = map.get(key);
     if (current !== undefined && current.submittedAt > status.submittedAt) return;
     map.set(key, status);
   };
-  const publish = (status: WriteBackStatus, workloads: readonly WorkloadRef[]): void => {
-    put(statuses, appKey(status.application.namespace, status.application.name), status);
-    for (const w of workloads) put(byWorkload, workloadKey(w), status);
+  const publish = (scope: Scope, status: WriteBackStatus, workloads: readonly WorkloadRef[]): void => {
+    put(statuses, appKey(scope.id, status.application.namespace, status.application.name), status);
+    for (const w of workloads) put(byWorkload, workloadKey(scope.id, w), status);
+  };
+  /** Forgets what a dropped member published: no answer stays `pending` for a submission that will never run. */
+  const forget = (member: Member): void => {
+    const mine = (map: Map<string, WriteBackStatus>, key: string): void => {
+      if (map.get(key)?.configs === member.request.configs) map.delete(key);
+    };
+    mine(statuses, appKey(member.scope.id, member.target.application.namespace, member.target.application.name));
+    for (const w of member.request.workloads) mine(byWorkload, workloadKey(member.scope.id, w));
+  };
+  /** A member of a cluster whose fence closed: resolved `stopped`, never committed, its answers forgotten. */
+  const drop = (member: Member): void => {
+    forget(member);
+    member.resolve({ status: 'failed', error: { kind: 'stopped', message: 'the cluster was removed or is reconnecting' }, at: deps.clock.now() });
   };
   const record = (member: Member, state: WriteBackStatus['state'], branch: string, result: WriteBackResult | undefined): void => {
     publish(
+      member.scope,
       Object.freeze({
+        ...(member.scope.id === '' ? {} : { cluster: member.scope.id }),
         application: member.target.application,
         state,
         repo: redactUrl(member.target.repoURL),
@@ -156,6 +210,10 @@ export function createWriteBack(settings: WriteBackSettings, deps: WriteBackDeps
     );
   };
   const finish = (member: Member, branch: string, result: WriteBackResult): void => {
+    if (member.scope.fence?.aborted === true) {
+      drop(member);
+      return;
+    }
     record(member, result.status, branch, result);
     member.resolve(result);
   };
@@ -167,6 +225,11 @@ export function createWriteBack(settings: WriteBackSettings, deps: WriteBackDeps
     if (batch === undefined) return;
     if (queue?.length === 0) ready.delete(repoKey);
     open.delete(batch.key);
+    if (batch.scope.fence?.aborted === true) {
+      for (const member of batch.members) drop(member);
+      pump(repoKey);
+      return;
+    }
     busy.add(repoKey);
     const done = execute(batch)
       .catch((error: unknown) => {
@@ -215,7 +278,8 @@ export function createWriteBack(settings: WriteBackSettings, deps: WriteBackDeps
         retryMaxMs: settings.retryMaxMs,
         commandTimeoutMs: settings.commandTimeoutMs,
         clock: deps.clock,
-        signal: abort.signal,
+        // The cluster's fence too: a removed cluster's commit is aborted, not pushed after its removal.
+        signal: batch.scope.fence === undefined ? abort.signal : AbortSignal.any([abort.signal, batch.scope.fence]),
         credentials,
         knownHosts,
         signingKey: deps.signingKey === undefined ? undefined : await deps.signingKey(),
@@ -226,7 +290,7 @@ export function createWriteBack(settings: WriteBackSettings, deps: WriteBackDeps
         error instanceof WriteBackError
           ? error
           : new WriteBackError('git', redactUrl(batch.target.repoURL), 'run', `unexpected ${error instanceof Error ? error.name : 'failure'}`);
-      const kind = abort.signal.aborted ? 'stopped' : failure.kind;
+      const kind = abort.signal.aborted || batch.scope.fence?.aborted === true ? 'stopped' : failure.kind;
       deps.observe?.({ outcome: 'failed', kind });
       for (const member of batch.members) finish(member, branchShown, { status: 'failed', error: { kind, message: failure.message }, at });
       return;
@@ -255,50 +319,79 @@ export function createWriteBack(settings: WriteBackSettings, deps: WriteBackDeps
     if (result.sha !== undefined) deps.observe?.({ outcome: 'committed', sha: result.sha, changeToCommitMs: latencies });
   };
 
+  const submitIn = (scope: Scope, request: WriteBackRequest): Promise<WriteBackResult> => {
+    const now = deps.clock.now();
+    if (scope.fence?.aborted === true) return Promise.resolve({ status: 'failed', error: { kind: 'stopped', message: 'the cluster was removed or is reconnecting' }, at: now });
+    // A refusal is the Application's latest status too: the restart path and explain read it from there.
+    const refuse = (result: WriteBackResult & { status: 'refused' }): Promise<WriteBackResult> => {
+      const application = { namespace: request.application.metadata.namespace ?? '', name: request.application.metadata.name };
+      const cluster = scope.id === '' ? {} : { cluster: scope.id };
+      publish(scope, Object.freeze({ ...cluster, application, state: 'refused', repo: '', branch: '', configs: request.configs, submittedAt: now, result }), request.workloads);
+      return Promise.resolve(result);
+    };
+    const target = resolveWriteTarget(request.application, settings.sourceOptions);
+    if (isRefusal(target)) return refuse(Object.freeze({ status: 'refused', reason: target.refused, message: target.message, at: now }));
+    const invalid = requestProblem(request.configs);
+    if (invalid !== undefined) return refuse(Object.freeze({ status: 'refused', reason: 'invalid-request', message: invalid, at: now }));
+    if (closed) return Promise.resolve({ status: 'failed', error: { kind: 'stopped', message: 'the write-back is stopped' }, at: now });
+    const repoKey = normaliseGitUrl(target.repoURL);
+    // The project too: project-scoped repository Secrets may give two projects different credentials for one repository.
+    // The cluster too: one cluster's fence must be able to stop its batch without dropping another cluster's digests.
+    const key = `${repoKey}\u0000${target.baseBranch ?? 'HEAD'}\u0000${target.writeBranch ?? ''}\u0000${target.project}\u0000${scope.id}`;
+    return new Promise((resolve) => {
+      const member: Member = { scope, target, request, submittedAt: now, resolve };
+      let batch = open.get(key);
+      if (batch === undefined) {
+        const created: Batch = { key, repoKey, scope, target, members: [], timer: undefined };
+        created.timer = deps.clock.setTimer(() => {
+          created.timer = undefined;
+          const queue = ready.get(repoKey) ?? [];
+          queue.push(created);
+          ready.set(repoKey, queue);
+          pump(repoKey);
+        }, settings.batchWindowMs);
+        open.set(key, created);
+        batch = created;
+      }
+      batch.members.push(member);
+      record(member, 'pending', target.writeBranch ?? target.baseBranch ?? '', undefined);
+    });
+  };
+
+  /** A cluster's fence closed: its batches not yet run are dropped (a running one sees the fence through its signal). */
+  const dropCluster = (scope: Scope): void => {
+    for (const [repoKey, queue] of ready) {
+      const kept = queue.filter((batch) => batch.scope !== scope);
+      if (kept.length === 0) ready.delete(repoKey);
+      else ready.set(repoKey, kept);
+    }
+    for (const [key, batch] of open) {
+      if (batch.scope !== scope) continue;
+      batch.timer?.cancel();
+      open.delete(key);
+      for (const member of batch.members) drop(member);
+    }
+  };
+
   return {
-    submit(request: WriteBackRequest): Promise<WriteBackResult> {
-      const now = deps.clock.now();
-      // A refusal is the Application's latest status too: the restart path and explain read it from there.
-      const refuse = (result: WriteBackResult & { status: 'refused' }): Promise<WriteBackResult> => {
-        const application = { namespace: request.application.metadata.namespace ?? '', name: request.application.metadata.name };
-        publish(Object.freeze({ application, state: 'refused', repo: '', branch: '', configs: request.configs, submittedAt: now, result }), request.workloads);
-        return Promise.resolve(result);
-      };
-      const target = resolveWriteTarget(request.application, settings.sourceOptions);
-      if (isRefusal(target)) return refuse(Object.freeze({ status: 'refused', reason: target.refused, message: target.message, at: now }));
-      const invalid = requestProblem(request.configs);
-      if (invalid !== undefined) return refuse(Object.freeze({ status: 'refused', reason: 'invalid-request', message: invalid, at: now }));
-      if (closed) return Promise.resolve({ status: 'failed', error: { kind: 'stopped', message: 'the write-back is stopped' }, at: now });
-      const repoKey = normaliseGitUrl(target.repoURL);
-      // The project too: project-scoped repository Secrets may give two projects different credentials for one repository.
-      const key = `${repoKey}\u0000${target.baseBranch ?? 'HEAD'}\u0000${target.writeBranch ?? ''}\u0000${target.project}`;
-      return new Promise((resolve) => {
-        const member: Member = { target, request, submittedAt: now, resolve };
-        let batch = open.get(key);
-        if (batch === undefined) {
-          const created: Batch = { key, repoKey, target, members: [], timer: undefined };
-          created.timer = deps.clock.setTimer(() => {
-            created.timer = undefined;
-            const queue = ready.get(repoKey) ?? [];
-            queue.push(created);
-            ready.set(repoKey, queue);
-            pump(repoKey);
-          }, settings.batchWindowMs);
-          open.set(key, created);
-          batch = created;
-        }
-        batch.members.push(member);
-        record(member, 'pending', target.writeBranch ?? target.baseBranch ?? '', undefined);
-      });
-    },
+    submit: (request) => submitIn(IMPLICIT, request),
     status(): readonly WriteBackStatus[] {
       return [...statuses.values()].sort((a, b) => compare(a.application.namespace, b.application.namespace) || compare(a.application.name, b.application.name));
     },
-    statusOf(namespace: string, name: string): WriteBackStatus | undefined {
-      return statuses.get(appKey(namespace, name));
+    statusOf(namespace: string, name: string, cluster = ''): WriteBackStatus | undefined {
+      return statuses.get(appKey(cluster, namespace, name));
     },
     statusOfWorkload(workload: WorkloadRef): WriteBackStatus | undefined {
-      return byWorkload.get(workloadKey(workload));
+      return byWorkload.get(workloadKey(IMPLICIT.id, workload));
+    },
+    forCluster(cluster: WriteBackCluster): ClusterWriteBack {
+      const scope: Scope = Object.freeze({ id: cluster.id, fence: cluster.fence });
+      if (cluster.fence.aborted) dropCluster(scope);
+      else cluster.fence.addEventListener('abort', () => dropCluster(scope), { once: true });
+      return {
+        submit: (request) => submitIn(scope, request),
+        statusOfWorkload: (workload) => byWorkload.get(workloadKey(scope.id, workload)),
+      };
     },
     async close(): Promise<void> {
       closed = true;
@@ -371,8 +464,8 @@ function subjectOf(members: readonly Member[], changed: ReadonlyMap<string, read
   return { applications, configs, workloads };
 }
 
-function workloadKey(w: WorkloadRef): string {
-  return `${w.namespace}\u0000${w.kind}\u0000${w.name}`;
+function workloadKey(cluster: string, w: WorkloadRef): string {
+  return `${cluster}\u0000${w.namespace}\u0000${w.kind}\u0000${w.name}`;
 }
 
 function compare(a: string, b: string): number {

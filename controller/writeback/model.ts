@@ -66,6 +66,8 @@ export type WriteBackResult =
 
 /** What `explain` shows for one Application: the latest submission and where it stands. */
 export interface WriteBackStatus {
+  /** Hub mode (ADR 0026): the id of the cluster whose workloads submitted it; absent for the controller's own cluster. */
+  readonly cluster?: string;
   readonly application: { readonly namespace: string; readonly name: string };
   /** `pending` (in a batch window or waiting for the repository), `running`, or the result's status. */
   readonly state: 'pending' | 'running' | WriteBackResult['status'];

@@ -9,7 +9,7 @@ import { FakeClock } from '../../support/fake-clock.ts';
 import { createWriteBack, WRITE_BACK_DEFAULTS } from '../../../controller/writeback/engine.ts';
 import { WriteBackError } from '../../../controller/writeback/errors.ts';
 import { createWriteBackMetrics } from '../../../controller/writeback/metrics.ts';
-import type { GitJob, GitRunResult } from '../../../controller/writeback/git-run.ts';
+import type { GitJob, GitRunResult, GitRunSettings } from '../../../controller/writeback/git-run.ts';
 import type { ConfigDigest, WriteBackResult } from '../../../controller/writeback/model.ts';
 import type { ApplicationLike } from '../../../controller/writeback/source.ts';
 import { LOCAL_WAIT, waitFor } from '../../support/wait.ts';
@@ -23,13 +23,14 @@ const app = (name: string, repoURL: string, path: string, branch = 'main'): Appl
 
 /** A scripted git: every job waits until the test finishes it; the file state per repo+path is kept to answer "unchanged". */
 function scriptedGit() {
-  const jobs: { job: GitJob; finish: (outcome?: WriteBackError) => void }[] = [];
+  const jobs: { job: GitJob; signal: AbortSignal; finish: (outcome?: WriteBackError) => void }[] = [];
   const files = new Map<string, Map<string, string>>();
   let commits = 0;
-  const run = (job: GitJob): Promise<GitRunResult> =>
+  const run = (job: GitJob, settings: GitRunSettings): Promise<GitRunResult> =>
     new Promise((resolve, reject) => {
       jobs.push({
         job,
+        signal: settings.signal,
         finish: (failure) => {
           if (failure !== undefined) {
             reject(failure);
@@ -202,6 +203,79 @@ describe('write-back batching and serialisation', () => {
     const result = await a;
     assert.equal(result.status === 'failed' && result.error.kind, 'stopped');
     assert.equal(git.jobs.length, 0);
+  });
+});
+
+describe('write-back per cluster (hub mode, ADR 0026)', () => {
+  const web = { kind: 'Deployment', namespace: 'prod', name: 'web' };
+
+  it('the same workload in two clusters: separate answers and separate commits; the implicit cluster sees neither', async () => {
+    const { clock, git, wb } = setup(1_000);
+    const a = wb.forCluster({ id: 'aaa', fence: new AbortController().signal });
+    const b = wb.forCluster({ id: 'bbb', fence: new AbortController().signal });
+    const ra = a.submit({ application: app('shop-a', 'https://h/mono.git', 'apps/a'), configs: [config('db', 1)], workloads: [web] });
+    const rb = b.submit({ application: app('shop-b', 'https://h/mono.git', 'apps/b'), configs: [config('db', 2)], workloads: [web] });
+    assert.equal(a.statusOfWorkload(web)?.configs[0]?.digest, digest(1));
+    assert.equal(b.statusOfWorkload(web)?.configs[0]?.digest, digest(2));
+    assert.equal(a.statusOfWorkload(web)?.cluster, 'aaa');
+    assert.equal(wb.statusOfWorkload(web), undefined);
+    assert.equal(wb.statusOf('argocd', 'shop-a', 'aaa')?.state, 'pending');
+    assert.equal(wb.statusOf('argocd', 'shop-a'), undefined);
+    await clock.advanceAsync(1_000);
+    (await firstRun(git)).finish();
+    await settle();
+    // One repository runs one job at a time: the second cluster's batch follows the first.
+    (await waitFor('the second cluster\'s git run', () => git.jobs[1], LOCAL_WAIT)).finish();
+    const results = await Promise.all([ra, rb]);
+    assert.deepEqual(results.map((r) => r.status), ['committed', 'committed']);
+    assert.deepEqual(git.jobs.map((j) => j.job.edits.map((e) => e.path)), [['apps/a'], ['apps/b']]);
+    assert.equal(a.statusOfWorkload(web)?.state, 'committed');
+    await wb.close();
+  });
+
+  it('a cluster\'s fence closed: its submissions not yet run are dropped and forgotten, never committed; another cluster\'s go on', async () => {
+    const { clock, git, wb } = setup(1_000);
+    const fenceA = new AbortController();
+    const a = wb.forCluster({ id: 'aaa', fence: fenceA.signal });
+    const b = wb.forCluster({ id: 'bbb', fence: new AbortController().signal });
+    const ra = a.submit({ application: app('shop-a', 'https://h/mono.git', 'apps/a'), configs: [config('db', 1)], workloads: [web] });
+    const rb = b.submit({ application: app('shop-b', 'https://h/mono.git', 'apps/b'), configs: [config('db', 2)], workloads: [web] });
+    fenceA.abort();
+    const dropped = await ra;
+    assert.equal(dropped.status === 'failed' && dropped.error.kind, 'stopped');
+    assert.equal(a.statusOfWorkload(web), undefined, 'no answer left pending: a later pipeline for the cluster submits again');
+    assert.equal(wb.statusOf('argocd', 'shop-a', 'aaa'), undefined);
+    const late = await a.submit({ application: app('shop-a', 'https://h/mono.git', 'apps/a'), configs: [config('db', 3)], workloads: [web] });
+    assert.equal(late.status === 'failed' && late.error.kind, 'stopped', 'a fenced cluster submits nothing more');
+    await clock.advanceAsync(1_000);
+    (await firstRun(git)).finish();
+    assert.equal((await rb).status, 'committed');
+    await clock.advanceAsync(5_000);
+    await settle();
+    assert.deepEqual(git.jobs.map((j) => j.job.edits.map((e) => e.path)), [['apps/b']], 'only the other cluster\'s commit');
+    await wb.close();
+  });
+
+  it('a cluster\'s fence closed while its commit runs: the git run is aborted, its answer dropped; a batch waiting for the repository is dropped', async () => {
+    const { clock, git, wb } = setup(1_000);
+    const fenceA = new AbortController();
+    const a = wb.forCluster({ id: 'aaa', fence: fenceA.signal });
+    const running = a.submit({ application: app('shop-a', 'https://h/mono.git', 'apps/a'), configs: [config('db', 1)], workloads: [web] });
+    await clock.advanceAsync(1_000);
+    const job = await firstRun(git);
+    // A second batch of the cluster (another branch), waiting for the repository.
+    const waiting = a.submit({ application: app('api', 'https://h/mono.git', 'apps/api', 'release'), configs: [config('db', 1)], workloads: [{ ...web, name: 'api' }] });
+    await clock.advanceAsync(1_000);
+    assert.equal(job.signal.aborted, false);
+    fenceA.abort();
+    assert.equal(job.signal.aborted, true, 'the running git command sees the fence');
+    job.finish(new WriteBackError('git', 'https://h/mono.git', 'push', 'aborted'));
+    for (const result of await Promise.all([running, waiting])) assert.equal(result.status === 'failed' && result.error.kind, 'stopped');
+    assert.equal(a.statusOfWorkload(web), undefined);
+    assert.equal(a.statusOfWorkload({ ...web, name: 'api' }), undefined);
+    await settle();
+    assert.equal(git.jobs.length, 1, 'the waiting batch never ran');
+    await wb.close();
   });
 });
 
