@@ -312,6 +312,8 @@ fixture.test('the API server accepts every rendered object (server-side dry-run)
   const hub = await kustomizeBuild(join(manifests, 'hub'));
   assert.ok((only(hub, 'Deployment')['spec'].template.spec.containers[0].args as string[]).includes('--argocd-clusters'), 'the hub overlay turns hub mode on');
   assert.equal(only(hub, 'Role', 'driftless-controller-hub')['metadata'].namespace, 'argocd');
+  const leaseRule = (only(hub, 'Role', 'driftless-leader-election')['rules'] as Json[]).find((rule) => (rule['resources'] as string[]).includes('leases'));
+  assert.deepEqual(leaseRule?.['verbs'], ['get', 'create', 'update', 'list'], 'the replicas sharing clusters list the Leases (ADR 0023)');
   await serverDryRun(cluster, hub);
   await serverDryRun(cluster, await helmTemplate());
   await serverDryRun(cluster, await helmTemplate(['--set', 'writeBack.enabled=true', '--set', 'watchGlobally=false', '--set', 'namespaces={a,b}', '--set', 'namespaceSelector=team=web', '--set', 'argocdPlugin.enabled=true', '--set', 'argocdPlugin.hashKey.create=true', '--set', 'argocdPlugin.hashKey.value=k', '--set', 'hashKey.create=true', '--set', 'hashKey.value=k']));

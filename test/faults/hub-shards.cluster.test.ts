@@ -3,7 +3,8 @@
  * replicas share four clusters on a Lease each in the hub. One replica is
  * killed (SIGKILL), one frozen (SIGSTOP) past its Leases and resumed; each
  * time a Secret is rotated in every cluster the dead or frozen replica owned,
- * and the others restart there. The audit logs are the judge: every write a
+ * and the others restart there; then two stop (SIGTERM) and hand their
+ * clusters to the third, which restarts everywhere. The audit logs are the judge: every write a
  * replica made to a cluster fell while it held that cluster's Lease (its last
  * successful write of the Lease came before, within a lease duration, and no
  * other replica's came between), and every pod was evicted once per rotation,
@@ -209,7 +210,7 @@ function warnings(replicas: readonly Replica[]): string {
   return replicas.map((replica) => `${replica.name}:\n${replica.process.lines.filter((line) => Number(line['level'] ?? 0) >= 40).slice(-15).map((line) => JSON.stringify(line)).join('\n')}`).join('\n');
 }
 
-test('three replicas share four clusters on Leases: one killed, one frozen past its Leases; every restart done once, no write by a replica after it lost a cluster\'s Lease', async (t) => {
+test('three replicas share four clusters on Leases: one killed, one frozen past its Leases, then scaled to one; every restart done once, no write by a replica after it lost a cluster\'s Lease', async (t) => {
   try {
     await sharedKilledFrozen(t);
   } catch (error) {
@@ -250,6 +251,11 @@ async function sharedKilledFrozen(t: TestContext): Promise<void> {
   killed.process = await startControllerProcess(hub, { args: ARGS, env: { POD_NAME: killed.name } });
   await waitForShares(hub, targets, names, 'three replicas again');
   await rotateAndWait(targets, 'v4');
+
+  // Scaled down to one (SIGTERM): the two leaving hand their clusters over; a rotation everywhere restarts once.
+  for (const leaving of replicas.filter((replica) => replica.name !== last)) await leaving.process.stop();
+  await waitForShares(hub, targets, [last], 'scaled down to one');
+  await rotateAndWait(targets, 'v5');
 
   const hubLeases = await hub.audit({ resource: 'leases', namespace: LEASE_NAMESPACE, succeeded: true });
   const violations: string[] = [];
