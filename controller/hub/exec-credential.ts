@@ -95,7 +95,10 @@ export function parseExecCredential(stdout: string, exec: ExecProvider): ExecCre
 function run(exec: ExecProvider, env: NodeJS.ProcessEnv, timeoutMs: number): Promise<string> {
   const what = `exec credential plugin ${JSON.stringify(exec.command)}`;
   return new Promise((resolve, reject) => {
-    const child = spawn(exec.command, [...exec.args], { env, stdio: ['ignore', 'pipe', 'ignore'], timeout: timeoutMs, killSignal: 'SIGKILL' });
+    const child = spawn(exec.command, [...exec.args], { env, stdio: ['ignore', 'pipe', 'ignore'] });
+    // Our own deadline, not spawn's `timeout`: that one's timer outlives a command that could not be started
+    // (it is cleared only on exit), holding the process open for the whole deadline.
+    const deadline = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
     const chunks: Buffer[] = [];
     let size = 0;
     let failure: ExecCredentialError | undefined;
@@ -113,6 +116,7 @@ function run(exec: ExecProvider, env: NodeJS.ProcessEnv, timeoutMs: number): Pro
       failure ??= new ExecCredentialError(`${what}: cannot run it (${error.code ?? 'error'}); the command must be in the controller's image${hint}`);
     });
     child.on('close', (code, signal) => {
+      clearTimeout(deadline);
       if (failure !== undefined) return reject(failure);
       if (signal === 'SIGKILL') return reject(new ExecCredentialError(`${what}: no answer within ${timeoutMs / 1000} s, killed`));
       if (code !== 0) return reject(new ExecCredentialError(`${what}: exited with ${code === null ? `signal ${signal}` : `status ${code}`} (its output is not shown)`));
