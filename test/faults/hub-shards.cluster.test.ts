@@ -24,7 +24,8 @@ import { installArgoCdCrds } from '../cluster/argocd.ts';
 import { startCluster, type Cluster } from '../cluster/harness.ts';
 import { create, waitForDeploymentRollout } from '../cluster/testing.ts';
 import { waitFor } from '../support/wait.ts';
-import { COLLECTIONS, rotateSecret, secret, uids, waitForReadyPods, workload } from '../controller/support/fixtures.ts';
+import { COLLECTIONS, SECRET_VALUE, rotateSecret, secret, uids, waitForReadyPods, workload } from '../controller/support/fixtures.ts';
+import { findLeak } from '../controller/support/leak.ts';
 import { startControllerProcess, type ControllerProcess } from '../controller/support/process.ts';
 import { clusterLeaseName } from '../../controller/hub/shards.ts';
 import { userAgentOf } from '../../controller/wiring/cluster-client.ts';
@@ -65,6 +66,8 @@ interface Scene {
   readonly spokes: readonly Cluster[];
   readonly targets: readonly Target[];
   readonly replicas: Replica[];
+  /** Every cluster credential handed to the replicas: none may appear in what they said. */
+  readonly tokens: string[];
 }
 
 let scene: Scene | undefined;
@@ -103,8 +106,10 @@ async function startScene(): Promise<Scene> {
   ];
   await Promise.all(targets.map((target) => deployApp(target.cluster, target.ns)));
   for (const spoke of [a, b]) await spoke.createServiceAccount('kube-system', MANAGER);
+  const tokens: string[] = [];
   for (const target of targets.slice(1)) {
     const token = await target.cluster.tokenFor('kube-system', MANAGER);
+    tokens.push(token);
     await create(hub.admin, COLLECTIONS.Secret(ARGOCD), clusterSecret(target.name, target.server, target.cluster, token, target.ns));
   }
   // The in-cluster destination would manage every namespace of the hub: scoped to the app's by its own Secret.
@@ -115,7 +120,7 @@ async function startScene(): Promise<Scene> {
   });
   const replicas: Replica[] = [];
   for (const name of ['replica-1', 'replica-2', 'replica-3']) replicas.push({ name, process: await startControllerProcess(hub, { args: ARGS, env: { POD_NAME: name } }), frozen: false });
-  return { hub, spokes: [a, b], targets, replicas };
+  return { hub, spokes: [a, b], targets, replicas, tokens };
 }
 
 /** Who holds each cluster's Lease now, by server ('' when nobody, or the holder's renewal is older than the lease). */
@@ -268,4 +273,8 @@ async function sharedKilledFrozen(t: TestContext): Promise<void> {
     assert.ok(names.some((name) => evictions.some((e) => e.userAgent === userAgentOf(name))), `${target.name}: evicted by a replica`);
   }
   assert.deepEqual(violations, [], 'a write by a replica that did not hold the cluster\'s Lease');
+  for (const replica of replicas) {
+    const said = `${replica.process.lines.map((line) => JSON.stringify(line)).join('\n')}\n${replica.process.stderr()}`;
+    assert.equal(findLeak(said, ...(scene as Scene).tokens, SECRET_VALUE), undefined, `a cluster Secret's token in ${replica.name}'s output`);
+  }
 }
