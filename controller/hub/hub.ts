@@ -18,6 +18,7 @@ import type { KubeClient } from '../kube/client.ts';
 import { Reachability, Reflector, type ReflectorTiming } from '../kube/reflector.ts';
 import { collectionPath, OTHER_RESOURCES } from '../kube/resources.ts';
 import { silentWatch } from '../wiring/reflectors.ts';
+import { forgetCluster } from '../wiring/metrics.ts';
 import type { RunningPipelines } from '../wiring/single.ts';
 import { startClusterPipeline, type SharedParts } from './cluster.ts';
 import { readClusterSecret, sameConnection } from './cluster-secret.ts';
@@ -82,6 +83,7 @@ export function startHub(config: ControllerConfig, parts: HubParts): RunningPipe
   const registry = new ClusterRegistry({
     start: (destination) => startClusterPipeline(destination, shared),
     same: (a, b) => sameDestination(a, b, sameConnection),
+    forget: (name) => forgetCluster(parts.metrics.controller.registry, name),
     log,
   });
   let refused: readonly Refusal[] = [];

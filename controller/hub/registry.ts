@@ -34,6 +34,11 @@ export interface RegistryDeps {
   same(a: Destination, b: Destination): boolean;
   /** This replica's clusters (today: all). */
   owns?(destination: Destination): boolean;
+  /**
+   * A cluster's name is gone: its cluster left, or was renamed (its metric series go, ADR 0027). Not called
+   * when it reconnects under the same name, nor while another running cluster has the name.
+   */
+  forget?(name: string): Promise<void>;
   readonly log: Logger;
 }
 
@@ -87,6 +92,8 @@ export class ClusterRegistry {
       this.#deps.log.info({ cluster: entry.destination.name, server, why: closing ? 'shutdown' : wanted === undefined ? 'removed' : 'connection or scope changed' }, 'stopping cluster');
       await entry.running?.stop(!closing);
       this.#deps.log.info({ cluster: entry.destination.name, server }, 'stopped cluster');
+      const { name } = entry.destination;
+      if (!closing && wanted?.name !== name && ![...this.#entries.values()].some((other) => other.destination.name === name)) await this.#deps.forget?.(name);
     }
     if (wanted === undefined || this.#closed) return;
     let running: RunningCluster | undefined;
