@@ -122,8 +122,15 @@ export function startClusterPipeline(destination: Destination, shared: SharedPar
   const running = startPipeline(pipeline, config, { clock, log });
   void running.reconcileWhen(shared.leading);
   let stopping: Promise<void> | undefined;
+  const whyDown = (): string | undefined => {
+    const failing = pipeline.reflectors.find((r) => r.failing);
+    if (failing !== undefined) return `listing or watching ${failing.spec.name} failed: ${failing.failure ?? 'no answer from the API server'}`;
+    if (!running.health.ready()) return 'its first lists have not completed';
+    return running.health.unhealthy();
+  };
   return {
-    up: () => running.health.ready() && !pipeline.reflectors.some((r) => r.failing) && running.health.unhealthy() === undefined,
+    up: () => whyDown() === undefined,
+    whyDown,
     stop(removed) {
       stopping ??= (async () => {
         if (removed) fence.close();

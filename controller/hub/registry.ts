@@ -18,6 +18,8 @@ import type { Destination } from './destinations.ts';
 export interface RunningCluster {
   /** 1 for `driftless_cluster_up`: every first list completed, no list or watch failing, none silent past its bound. */
   up(): boolean;
+  /** Why it is not up, in words naming no credential (the down Event, ADR 0027); undefined while up. */
+  whyDown(): string | undefined;
   /**
    * Stops the cluster's pipeline; never throws. `removed` (the cluster left, or reconnects): not one more write
    * there, in flight or not, then the drain. Otherwise (the process stops): the reconciles in flight finish
@@ -112,6 +114,14 @@ export class ClusterRegistry {
   /** Each running cluster by name, and whether it is up (for `driftless_cluster_up`). */
   states(): { readonly name: string; readonly server: string; readonly up: boolean }[] {
     return [...this.#entries.values()].map((entry) => ({ name: entry.destination.name, server: entry.destination.server, up: entry.running?.up() ?? false }));
+  }
+
+  /** Each cluster's destination and why it is down (undefined: up), for the down Events (outage.ts). */
+  health(): { readonly destination: Destination; readonly whyDown: string | undefined }[] {
+    return [...this.#entries.values()].map((entry) => ({
+      destination: entry.destination,
+      whyDown: entry.running === undefined ? 'its connection could not be built from the cluster Secret (the controller\'s log says why)' : entry.running.whyDown(),
+    }));
   }
 
   /** The destination of a server, while it runs (tests, logs). */

@@ -32,6 +32,7 @@ function harness(options: { failOn?: string; owns?: (d: Destination) => boolean;
       events.push(`start ${d.name} ${token}`);
       return {
         up: () => true,
+        whyDown: () => undefined,
         stop: (removed) => new Promise<void>((resolve) => {
           const done = (): void => {
             events.push(`stop ${d.name} ${token}${removed ? '' : ' (shutdown)'}`);
@@ -96,6 +97,10 @@ test('a cluster that cannot connect is down, and the others run', async () => {
   const h = harness({ failOn: 'bad' });
   await h.registry.update(map(destination('https://bad', 'bad'), destination('https://ok', 'ok')));
   assert.deepEqual(h.registry.states(), [{ name: 'bad', server: 'https://bad', up: false }, { name: 'ok', server: 'https://ok', up: true }]);
+  assert.deepEqual(h.registry.health().map((c) => [c.destination.name, c.whyDown]), [
+    ['bad', 'its connection could not be built from the cluster Secret (the controller\'s log says why)'],
+    ['ok', undefined],
+  ], 'why it is down names no error message (it may hold a field of the Secret)');
 });
 
 test('only the clusters this replica owns run; close stops every one and starts none after', async () => {
