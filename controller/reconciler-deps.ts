@@ -9,15 +9,14 @@ import type { Clock } from './clock.ts';
 import type { ClockSkew } from './clock-skew.ts';
 import type { EventRecorder } from './events.ts';
 import type { StartLimiter } from './fleet/admission.ts';
-import type { FleetMetrics } from './fleet/metrics.ts';
+import type { ClusterFleetMetrics } from './fleet/metrics.ts';
 import type { FleetOptions } from './fleet/safety.ts';
 import type { Writes } from './kube/writes.ts';
-import type { ControllerMetrics } from './metrics.ts';
+import type { ClusterControllerMetrics, CounterHandle } from './metrics.ts';
 import type { RestartStrategy } from './model.ts';
 import type { RecordStore } from './record/store.ts';
 import type { GitFallback } from './restart/git.ts';
 import type { ClusterWriteBack } from './writeback/engine.ts';
-import type { WriteBackMetrics } from './writeback/metrics.ts';
 import type { WriteBackDefaults } from './writeback/select.ts';
 
 /** The reconcile settings from the configuration. */
@@ -77,8 +76,9 @@ export interface ReconcilerDeps {
   readonly options: ReconcileOptions;
   /** False for a namespace out of scope (ignored, or not matching the namespace selector). */
   readonly inScope: (namespace: string) => boolean;
-  readonly metrics?: ControllerMetrics;
-  readonly fleetMetrics?: FleetMetrics;
+  /** The metrics, bound to this pipeline's cluster in hub mode. */
+  readonly metrics?: ClusterControllerMetrics;
+  readonly fleetMetrics?: ClusterFleetMetrics;
   /** `--restart-rate`/`--restart-burst`; absent: no limit. */
   readonly startLimiter?: StartLimiter;
   /**
@@ -90,7 +90,7 @@ export interface ReconcilerDeps {
   readonly skew?: ClockSkew;
   /** The Git write-back (strategy git, ADR 0016); absent: no workload uses it. */
   readonly writeBack?: ClusterWriteBack;
-  readonly writeBackMetrics?: WriteBackMetrics;
+  readonly writeBackMetrics?: { readonly fallbacks: CounterHandle<'cause'> };
   /** Enqueues a workload (a write-back it submitted has an answer); absent: looked at again each check interval. */
   readonly wake?: (key: string) => void;
 }

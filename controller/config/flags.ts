@@ -254,6 +254,13 @@ export const CONTROLLER_FLAGS: readonly ControllerFlagSpec[] = Object.freeze([
     description: "Hub mode (ADR 0019): run beside Argo CD and manage every cluster it deploys to, each registered as a cluster Secret in --argocd-namespace (list/watch secrets there), plus the in-cluster destination unless argocd-cm says cluster.inClusterEnabled: \"false\". Each cluster has its own watches, queue, limits and breaker; its restart records stay in this cluster.",
   }),
   flag({
+    name: 'cluster-down-warning',
+    type: 'duration',
+    range: { min: 0, max: MAX_DURATION_MS },
+    default: '15s',
+    description: 'Hub mode: a cluster that cannot be listed or watched for longer than this gets a Warning Event ClusterUnreachable on its cluster Secret (argocd-cm for the in-cluster destination without one), once per outage, and a Normal ClusterReachable once it has been up again for as long (ADR 0027).',
+  }),
+  flag({
     name: 'argocd-sync-wait',
     type: 'duration',
     range: { min: 0, max: MAX_DURATION_MS },

@@ -107,6 +107,8 @@ export interface ControllerConfig {
   readonly argocdNamespace: string;
   /** Hub mode (ADR 0019): one pipeline per cluster Argo CD's cluster Secrets in `argocdNamespace` register. */
   readonly argocdClusters: boolean;
+  /** Hub mode: how long a cluster is down before its Warning Event (ADR 0027). */
+  readonly clusterDownWarning: DurationSetting;
   /** The longest a restart holds, from T, for Argo CD's pending sync; 0 = never. */
   readonly argocdSyncWait: DurationSetting;
   /** In-cluster restarts honour the AppProject sync windows of the workload's Application (issue 15 §8). */

@@ -122,6 +122,7 @@ function readSettings(reader: FlagReader, scope: Scope, lease: Lease) {
     argocdTrackingLabel: reader.read('argocd-tracking-label', asLabelKey),
     argocdNamespace: reader.read('argocd-namespace', asSingleNamespace),
     argocdClusters: reader.read('argocd-clusters', asBoolean),
+    clusterDownWarning: reader.read('cluster-down-warning', asDuration),
     argocdSyncWait: reader.read('argocd-sync-wait', asDuration),
     argocdSyncWindows: reader.read('argocd-sync-windows', asBoolean),
     logLevel: reader.read('log-level', asEnum) as LogLevel,

@@ -21,7 +21,7 @@ import type { KubeClient } from '../kube/client.ts';
 import { FencedError, type Fence } from '../kube/fence.ts';
 import { connectCluster, userAgentOf } from '../wiring/cluster-client.ts';
 import { startPipeline } from '../wiring/lifecycle.ts';
-import type { GaugeSources, ProcessMetrics } from '../wiring/metrics.ts';
+import { clusterMetrics, type GaugeSources, type ProcessMetrics } from '../wiring/metrics.ts';
 import { createClusterPipeline } from '../wiring/pipeline.ts';
 import type { WritesOverride } from '../wiring/writes.ts';
 import type { WriteBack } from '../writeback/engine.ts';
@@ -95,7 +95,9 @@ export function startClusterPipeline(destination: Destination, shared: SharedPar
   const config = clusterConfig(shared.config, destination);
   const kubeConfig = ownCredentials(destination) ? shared.homeKubeConfig : kubeConfigFor(destination.cluster);
   if (destination.cluster.warnings.length > 0) log.warn({ warnings: destination.cluster.warnings }, 'the cluster Secret has fields Argo CD ignores');
-  const client = connectCluster(kubeConfig, config, { clock, apiRequests: shared.metrics.controller.apiRequests, userAgent: userAgentOf(shared.identity) });
+  // Every series of this pipeline carries `cluster`: Argo CD's name of the destination (ADR 0027).
+  const metrics = clusterMetrics(shared.metrics, destination.name);
+  const client = connectCluster(kubeConfig, config, { clock, apiRequests: metrics.controller.apiRequests, userAgent: userAgentOf(shared.identity) });
   const fence = clusterFence(shared.fence, destination.name);
   // The cluster's Events go to the cluster, beside the workload they are about; none once it stopped.
   const recorder = shared.notify(createEventRecorder({ client, log, now: () => clock.now(), instance: shared.identity || hostname(), repeatMs: 10 * 60_000, seriesUpdateMs: config.eventSeriesInterval.ms }));
@@ -108,7 +110,7 @@ export function startClusterPipeline(destination: Destination, shared: SharedPar
     // The write-back keys this cluster's workloads by its id, and its fence stops their commits (ADR 0026): the
     // commit lands in the Application's repository with the hub's Argo CD credentials, whichever cluster it deploys to.
     writeBack: shared.writeBack.forCluster({ id: destination.id, fence: fence.signal }),
-    metrics: shared.metrics,
+    metrics,
     clock,
     log,
     hashKey: shared.hashKey,
@@ -116,12 +118,19 @@ export function startClusterPipeline(destination: Destination, shared: SharedPar
     hub: { client: shared.hubClient, scope: { id: destination.id, server: destination.server, name: destination.name } },
     writes: shared.writes,
   });
-  shared.gauges.attach(pipeline, shared.isLeader);
+  shared.gauges.attach(pipeline, shared.isLeader, destination.name);
   const running = startPipeline(pipeline, config, { clock, log });
   void running.reconcileWhen(shared.leading);
   let stopping: Promise<void> | undefined;
+  const whyDown = (): string | undefined => {
+    const failing = pipeline.reflectors.find((r) => r.failing);
+    if (failing !== undefined) return `listing or watching ${failing.spec.name} failed: ${failing.failure ?? 'no answer from the API server'}`;
+    if (!running.health.ready()) return 'its first lists have not completed';
+    return running.health.unhealthy();
+  };
   return {
-    up: () => running.health.ready() && !pipeline.reflectors.some((r) => r.failing) && running.health.unhealthy() === undefined,
+    up: () => whyDown() === undefined,
+    whyDown,
     stop(removed) {
       stopping ??= (async () => {
         if (removed) fence.close();

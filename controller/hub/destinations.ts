@@ -33,6 +33,8 @@ export interface Destination {
   readonly cluster: ArgoCluster;
   /** Reached with the controller's own credentials (Argo CD's in-cluster address), not the Secret's. */
   readonly inCluster: boolean;
+  /** The cluster Secret's uid, for the Events about the cluster (ADR 0027); absent: no Secret (the implicit in-cluster one). */
+  readonly secretUid?: string | undefined;
 }
 
 /** A cluster Secret the hub does not act on, and why. */
@@ -59,9 +61,10 @@ export function clusterId(server: string): string {
   return createHash('sha256').update(server).digest('hex').slice(0, 12);
 }
 
-/** The destination of a parsed cluster. */
-export function destinationOf(cluster: ArgoCluster): Destination {
+/** The destination of a parsed cluster (of the Secret of uid `secretUid`). */
+export function destinationOf(cluster: ArgoCluster, secretUid?: string): Destination {
   return Object.freeze({
+    ...(secretUid === undefined ? {} : { secretUid }),
     server: cluster.server,
     name: cluster.name === '' ? cluster.server : cluster.name,
     id: clusterId(cluster.server),
@@ -99,7 +102,7 @@ export function desiredClusters(secrets: Iterable<WatchedClusterSecret>, inClust
       refuse(watched, cluster.secret, cluster.server, 'duplicate-server', `the cluster Secret ${taken.cluster.secret} registers the same server; the first by name is used`);
       continue;
     }
-    destinations.set(cluster.server, destinationOf(cluster));
+    destinations.set(cluster.server, destinationOf(cluster, watched.uid));
   }
   if (inClusterEnabled && !destinations.has(IN_CLUSTER_SERVER)) destinations.set(IN_CLUSTER_SERVER, destinationOf(inClusterDestination()));
   return { destinations, refused };

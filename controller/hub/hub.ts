@@ -12,7 +12,9 @@
  * Readiness: the hub is ready once its own two watches have listed. A
  * destination never makes the process unready or unhealthy — a restart of
  * the controller would not mend a spoke, and it would stop every other
- * cluster — it shows in `driftless_cluster_up{cluster}` instead.
+ * cluster — it shows in `driftless_cluster_up{cluster}` instead, and past
+ * `--cluster-down-warning` in a Warning Event in the hub (outage-events.ts,
+ * ADR 0027).
  */
 import type { ControllerConfig } from '../config/model.ts';
 import type { HealthSources } from '../http.ts';
@@ -20,12 +22,15 @@ import type { KubeClient } from '../kube/client.ts';
 import { Reachability, Reflector, type ReflectorTiming } from '../kube/reflector.ts';
 import { collectionPath, OTHER_RESOURCES } from '../kube/resources.ts';
 import { silentWatch } from '../wiring/reflectors.ts';
+import { forgetCluster } from '../wiring/metrics.ts';
 import type { RunningPipelines } from '../wiring/single.ts';
 import { startClusterPipeline, type SharedParts } from './cluster.ts';
 import { readClusterSecret, sameConnection } from './cluster-secret.ts';
 import { desiredClusters, sameDestination, type Refusal, type WatchedClusterSecret } from './destinations.ts';
 import { registerHubMetrics } from './hub-metrics.ts';
 import type { ClusterOwnership } from './ownership.ts';
+import { recordHubEvent, type HubObject } from './hub-event.ts';
+import { startOutageEvents } from './outage-events.ts';
 import { recordRefusal } from './refusal-event.ts';
 import { ClusterRegistry } from './registry.ts';
 
@@ -35,11 +40,18 @@ export const CLUSTER_SECRET_SELECTOR = 'argocd.argoproj.io/secret-type=cluster';
 /** What the hub is handed: the process-wide parts, with the hub's client and who owns which cluster. */
 export type HubParts = Omit<SharedParts, 'leading'> & { readonly hubClient: KubeClient; readonly ownership: ClusterOwnership };
 
+/** argocd-cm as the hub keeps it: its uid (for the in-cluster destination's Events) and its say on that destination. */
+interface ArgoCdConfig {
+  readonly uid: string | undefined;
+  readonly inClusterEnabled: boolean;
+}
+
 /** argocd-cm's say on the in-cluster destination: on unless `cluster.inClusterEnabled` is exactly "false", as Argo CD reads it. */
-function reduceArgoCdConfig(raw: unknown): { readonly inClusterEnabled: boolean } {
-  const data = (raw as { data?: Record<string, unknown> } | null)?.data ?? {};
-  const value = data['cluster.inClusterEnabled'];
-  return Object.freeze({ inClusterEnabled: value !== 'false' });
+function reduceArgoCdConfig(raw: unknown): ArgoCdConfig {
+  const object = raw as { data?: Record<string, unknown>; metadata?: { uid?: unknown } } | null;
+  const value = (object?.data ?? {})['cluster.inClusterEnabled'];
+  const uid = object?.metadata?.uid;
+  return Object.freeze({ uid: typeof uid === 'string' ? uid : undefined, inClusterEnabled: value !== 'false' });
 }
 
 /** A cluster Secret reduced: the parser's result (the connection, credentials included: kept, never logged) and its identity. */
@@ -52,7 +64,7 @@ function reduceClusterSecret(raw: unknown): WatchedClusterSecret {
   });
 }
 
-function hubReflectors(config: ControllerConfig, parts: HubParts, onChange: () => void): { secrets: Reflector<WatchedClusterSecret>; argocdCm: Reflector<{ readonly inClusterEnabled: boolean }> } {
+function hubReflectors(config: ControllerConfig, parts: HubParts, onChange: () => void): { secrets: Reflector<WatchedClusterSecret>; argocdCm: Reflector<ArgoCdConfig> } {
   const timing: ReflectorTiming = { silenceMs: config.watchSilenceTimeout.ms, relistMs: config.relistPeriod.ms, backoffBaseMs: 500, backoffMaxMs: 30_000 };
   const common = { client: parts.hubClient, timing, clock: parts.clock, log: parts.log, onChange, reachability: new Reachability() };
   const secrets = new Reflector<WatchedClusterSecret>({
@@ -62,7 +74,7 @@ function hubReflectors(config: ControllerConfig, parts: HubParts, onChange: () =
     pageSize: config.listPageSize,
     reduce: reduceClusterSecret,
   }, common);
-  const argocdCm = new Reflector<{ readonly inClusterEnabled: boolean }>({
+  const argocdCm = new Reflector<ArgoCdConfig>({
     name: `argocd-cm in ${config.argocdNamespace}`,
     path: collectionPath(OTHER_RESOURCES.configMaps, config.argocdNamespace),
     fieldSelector: 'metadata.name=argocd-cm',
@@ -72,6 +84,27 @@ function hubReflectors(config: ControllerConfig, parts: HubParts, onChange: () =
     reduce: reduceArgoCdConfig,
   }, common);
   return { secrets, argocdCm };
+}
+
+/**
+ * The Events about clusters down and back (ADR 0027), on the cluster's Secret, or on argocd-cm for the
+ * in-cluster destination Argo CD has without one.
+ */
+function outageEvents(config: ControllerConfig, parts: HubParts, registry: ClusterRegistry, argocdCm: Reflector<ArgoCdConfig>): { stop(): void } {
+  const namespace = config.argocdNamespace;
+  const deps = { now: () => parts.clock.now(), log: parts.log, instance: parts.identity, timeoutMs: parts.writeTimeoutMs };
+  return startOutageEvents({
+    clusters: () => registry.health(),
+    // The leader, or sharded (no process-wide election: always true) each replica for the clusters it runs.
+    isLeader: parts.isLeader,
+    about: (destination): HubObject => (destination.cluster.secret === ''
+      ? { kind: 'ConfigMap', namespace, name: 'argocd-cm', uid: [...argocdCm.store.values()][0]?.uid }
+      : { kind: 'Secret', namespace, name: destination.cluster.secret, uid: destination.secretUid }),
+    write: (about, event) => recordHubEvent(parts.hubClient, about, event, deps),
+    clock: parts.clock,
+    log: parts.log,
+    graceMs: config.clusterDownWarning.ms,
+  });
 }
 
 /** Starts the hub's watches; clusters start once they have listed. */
@@ -88,6 +121,7 @@ export function startHub(config: ControllerConfig, parts: HubParts): RunningPipe
     start: (destination) => startClusterPipeline(destination, { ...shared, fence: ownership.fenceOf(destination.server) }),
     same: (a, b) => sameDestination(a, b, sameConnection),
     owns: (destination) => ownership.owns(destination.server),
+    forget: (name) => forgetCluster(parts.metrics.controller.registry, name),
     log,
   });
   let refused: readonly Refusal[] = [];
@@ -123,6 +157,7 @@ export function startHub(config: ControllerConfig, parts: HubParts): RunningPipe
   });
   for (const reflector of hubWatches) reflector.start();
   ownership.start({ changed: sync, stop: (server, why) => registry.stopServer(server, why) });
+  const outages = outageEvents(config, parts, registry, reflectors.argocdCm);
   const hubSynced = Promise.all(hubWatches.map((r) => r.whenSynced())).then(() => {
     synced = true;
     log.info({ clusterSecrets: reflectors.secrets.store.size }, 'cluster Secrets listed');
@@ -142,6 +177,7 @@ export function startHub(config: ControllerConfig, parts: HubParts): RunningPipe
       return Promise.all([hubSynced, lead]).then(() => undefined);
     },
     async drain() {
+      outages.stop();
       // Sharded: every cluster handed over, each pipeline stopped before its Lease is released.
       await ownership.stop();
       await registry.close();

@@ -20,6 +20,8 @@ import type { Destination } from './destinations.ts';
 export interface RunningCluster {
   /** 1 for `driftless_cluster_up`: every first list completed, no list or watch failing, none silent past its bound. */
   up(): boolean;
+  /** Why it is not up, in words naming no credential (the down Event, ADR 0027); undefined while up. */
+  whyDown(): string | undefined;
   /**
    * Stops the cluster's pipeline; never throws. `removed` (the cluster left, or reconnects): not one more write
    * there, in flight or not, then the drain. Otherwise (the process stops): the reconciles in flight finish
@@ -36,6 +38,11 @@ export interface RegistryDeps {
   same(a: Destination, b: Destination): boolean;
   /** This replica's clusters (default: all). */
   owns?(destination: Destination): boolean;
+  /**
+   * A cluster's name is gone: its cluster left, or was renamed (its metric series go, ADR 0027). Not called
+   * when it reconnects under the same name, nor while another running cluster has the name.
+   */
+  forget?(name: string): Promise<void>;
   readonly log: Logger;
 }
 
@@ -92,6 +99,8 @@ export class ClusterRegistry {
       this.#deps.log.info({ cluster: entry.destination.name, server, why: why ?? graceful ?? (wanted === undefined ? 'removed' : 'connection or scope changed') }, 'stopping cluster');
       await entry.running?.stop(graceful === undefined);
       this.#deps.log.info({ cluster: entry.destination.name, server }, 'stopped cluster');
+      const { name } = entry.destination;
+      if (graceful !== 'shutdown' && wanted?.name !== name && ![...this.#entries.values()].some((other) => other.destination.name === name)) await this.#deps.forget?.(name);
     }
     if (wanted === undefined || this.#closed) return;
     let running: RunningCluster | undefined;
@@ -110,6 +119,14 @@ export class ClusterRegistry {
   /** Each running cluster by name, and whether it is up (for `driftless_cluster_up`). */
   states(): { readonly name: string; readonly server: string; readonly up: boolean }[] {
     return [...this.#entries.values()].map((entry) => ({ name: entry.destination.name, server: entry.destination.server, up: entry.running?.up() ?? false }));
+  }
+
+  /** Each cluster's destination and why it is down (undefined: up), for the down Events (outage.ts). */
+  health(): { readonly destination: Destination; readonly whyDown: string | undefined }[] {
+    return [...this.#entries.values()].map((entry) => ({
+      destination: entry.destination,
+      whyDown: entry.running === undefined ? 'its connection could not be built from the cluster Secret (the controller\'s log says why)' : entry.running.whyDown(),
+    }));
   }
 
   /** The destination of a server, while it runs (tests, logs). */

@@ -95,3 +95,47 @@ export function isEvictionPreconditionFailed(error: unknown): boolean {
 export function isRejectedWrite(error: unknown): boolean {
   return error instanceof KubeApiError && (error.status === 403 || error.status === 422);
 }
+
+/** System error codes a failed connection carries, in words. */
+const TRANSPORT_WORDS: Readonly<Record<string, string>> = {
+  ECONNREFUSED: 'connection refused',
+  ECONNRESET: 'connection reset',
+  EPIPE: 'connection reset',
+  UND_ERR_SOCKET: 'connection reset',
+  ENOTFOUND: 'host name not found',
+  EAI_AGAIN: 'host name not resolved',
+  EHOSTUNREACH: 'host unreachable',
+  ENETUNREACH: 'network unreachable',
+  ETIMEDOUT: 'connection timed out',
+  UND_ERR_CONNECT_TIMEOUT: 'connection timed out',
+  UND_ERR_HEADERS_TIMEOUT: 'no answer in time',
+  UND_ERR_BODY_TIMEOUT: 'no answer in time',
+};
+
+/** The first system error code (`ECONNREFUSED`, `CERT_HAS_EXPIRED`, …) along an error's causes; never a message. */
+function errorCode(error: unknown): string | undefined {
+  for (let current = error, depth = 0; current instanceof Error && depth < 5; current = current.cause, depth++) {
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === 'string' && /^[A-Z][A-Z0-9_]{1,63}$/.test(code)) return code;
+    if (current.name === 'TimeoutError') return 'TimeoutError';
+  }
+  return undefined;
+}
+
+/**
+ * What a failed request met, in words derived from data only — a status code and its reason, a system error
+ * code — never from an error's message (which may hold a URL, a header or a server's prose): safe for an
+ * Event about a cluster (ADR 0027). E.g. `the API server answered 403 Forbidden`, `connection refused`,
+ * `TLS verification failed (CERT_HAS_EXPIRED)`.
+ */
+export function failureWords(error: unknown): string {
+  if (error instanceof KubeApiError) return `the API server answered ${error.status}${/^[A-Za-z]{1,64}$/.test(error.reason) ? ` ${error.reason}` : ''}`;
+  if (error instanceof KubeConfigError) return 'its credentials could not be obtained (the controller\'s log says why)';
+  const code = errorCode(error);
+  if (code === undefined) return 'no answer from the API server';
+  if (code === 'TimeoutError') return 'no answer within the request deadline';
+  const words = TRANSPORT_WORDS[code];
+  if (words !== undefined) return words;
+  if (/CERT|TLS|SSL|SIGNATURE|ISSUER/.test(code)) return `TLS verification failed (${code})`;
+  return `no answer from the API server (${code})`;
+}

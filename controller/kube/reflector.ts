@@ -39,7 +39,7 @@ import type { Logger } from 'pino';
 import { sleep, type Clock } from '../clock.ts';
 import { stackOf } from '../error-summary.ts';
 import type { KubeClient } from './client.ts';
-import { KubeApiError, isForbidden, isGone, isNotFound } from './errors.ts';
+import { KubeApiError, failureWords, isForbidden, isGone, isNotFound } from './errors.ts';
 
 /** What a reflector lists and watches, and how it reduces objects. */
 export interface ReflectorSpec<S> {
@@ -197,6 +197,8 @@ export class Reflector<S> {
   #resourceVersion = '';
   #lastActivity = 0;
   #failing = false;
+  /** What the last failed list or watch met (kube/errors.ts `failureWords`), while failing. */
+  #failure = '';
   #loop: Promise<void> | undefined;
   /** The next page's `limit`, adapted to the bytes per object seen so far (at most `spec.pageSize`). */
   #pageLimit: number;
@@ -239,6 +241,11 @@ export class Reflector<S> {
   /** True from a failed list or watch until the API server answers again (a hub's `driftless_cluster_up`). */
   get failing(): boolean {
     return this.#failing;
+  }
+
+  /** While failing, what the last failed list or watch met, in words naming no credential (a hub's down Event). */
+  get failure(): string | undefined {
+    return this.#failing ? this.#failure : undefined;
   }
 
   /** Epoch ms of the last list page or watch line received (for liveness). */
@@ -369,6 +376,7 @@ export class Reflector<S> {
           this.#markSynced(true);
         } else {
           this.#failing = true;
+          this.#failure = failureWords(error);
           this.#log.warn({ err: error, attempt: failures }, 'list/watch failed; retrying after a backoff');
         }
         await this.#backOff(failures, answered, signal);

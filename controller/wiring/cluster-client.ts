@@ -4,10 +4,10 @@
  * is counted by verb and status code.
  */
 import type { KubeConfig } from '@kubernetes/client-node';
-import type { Counter } from 'prom-client';
 import type { Clock } from '../clock.ts';
 import type { ControllerConfig } from '../config/model.ts';
 import { createKubeClient, type KubeClient } from '../kube/client.ts';
+import type { CounterHandle } from '../metrics.ts';
 import { TokenBucket } from '../token-bucket.ts';
 
 /** The client's settings. */
@@ -19,7 +19,7 @@ export function userAgentOf(identity: string): string {
 }
 
 /** A rate-limited client of the cluster `kubeConfig` names. */
-export function connectCluster(kubeConfig: KubeConfig, settings: ClusterClientSettings, deps: { readonly clock: Clock; readonly apiRequests: Counter<'verb' | 'code'>; readonly userAgent?: string }): KubeClient {
+export function connectCluster(kubeConfig: KubeConfig, settings: ClusterClientSettings, deps: { readonly clock: Clock; readonly apiRequests: CounterHandle<'verb' | 'code'>; readonly userAgent?: string }): KubeClient {
   const limiter = new TokenBucket({ ratePerSecond: settings.kubeQps, burst: settings.kubeBurst, clock: deps.clock });
   return createKubeClient(kubeConfig, limiter, (verb, code) => deps.apiRequests.inc({ verb, code: String(code) }), {
     requestTimeoutMs: settings.kubeRequestTimeout.ms,

@@ -22,7 +22,7 @@ import { RecordCache, createRecordStore } from '../record/store.ts';
 import { createScope } from '../scope.ts';
 import { TokenBucket } from '../token-bucket.ts';
 import type { ClusterWriteBack } from '../writeback/engine.ts';
-import type { ProcessMetrics } from './metrics.ts';
+import type { PipelineMetrics } from './metrics.ts';
 import { reconcileOptions } from './reconcile-options.ts';
 import { createReflectors } from './reflectors.ts';
 import { createSkewSampler, type SkewSampler } from './skew-sampler.ts';
@@ -42,7 +42,8 @@ export interface PipelineDeps {
    * fence, ADR 0026); absent: no workload of this pipeline takes the `git` strategy.
    */
   readonly writeBack: ClusterWriteBack | undefined;
-  readonly metrics: ProcessMetrics;
+  /** The metrics, bound to this pipeline's cluster (metrics.ts `clusterMetrics`). */
+  readonly metrics: PipelineMetrics;
   readonly clock: Clock;
   readonly log: Logger;
   readonly hashKey: HashKey | undefined;

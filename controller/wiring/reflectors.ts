@@ -9,7 +9,7 @@ import type { ControllerConfig } from '../config/model.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { Reachability, Reflector, type ReflectorTiming } from '../kube/reflector.ts';
 import { collectionPath } from '../kube/resources.ts';
-import type { ControllerMetrics } from '../metrics.ts';
+import type { ClusterControllerMetrics } from '../metrics.ts';
 import type { AnyWatch } from './watches.ts';
 
 /** The reflectors' settings. */
@@ -20,7 +20,7 @@ export interface ReflectorDeps {
   readonly client: KubeClient;
   readonly clock: Clock;
   readonly log: Logger;
-  readonly metrics: Pick<ControllerMetrics, 'relists' | 'watchRestarts'>;
+  readonly metrics: Pick<ClusterControllerMetrics, 'relists' | 'watchRestarts'>;
   /** Where the keys a change returns go: the workqueue. */
   enqueue(key: string): void;
 }

@@ -14,7 +14,7 @@ import type { KubeClient } from '../kube/client.ts';
 import type { Fence } from '../kube/fence.ts';
 import type { WriteBack } from '../writeback/engine.ts';
 import { startPipeline } from './lifecycle.ts';
-import type { GaugeSources, ProcessMetrics } from './metrics.ts';
+import { clusterMetrics, type GaugeSources, type ProcessMetrics } from './metrics.ts';
 import { createClusterPipeline } from './pipeline.ts';
 import type { WritesOverride } from './writes.ts';
 
@@ -49,7 +49,8 @@ export interface ProcessParts {
 
 /** The one cluster the controller runs in: one pipeline, started. */
 export function startSingleCluster(config: ControllerConfig, parts: ProcessParts): RunningPipelines {
-  const pipeline = createClusterPipeline(config, parts);
+  // The one cluster: its series carry no `cluster` label, as before hub mode (ADR 0027).
+  const pipeline = createClusterPipeline(config, { ...parts, metrics: clusterMetrics(parts.metrics, undefined) });
   parts.gauges.attach(pipeline, parts.isLeader);
   return startPipeline(pipeline, config, { clock: parts.clock, log: parts.log });
 }

@@ -5,10 +5,10 @@
  * have started giving its `--restart-rate` token back.
  */
 import type { Logger } from 'pino';
-import type { Counter } from 'prom-client';
 import { warningEvent, type EventRecorder } from '../events.ts';
 import type { KubeClient } from '../kube/client.ts';
 import type { Fence } from '../kube/fence.ts';
+import type { CounterHandle } from '../metrics.ts';
 import { createWrites, dryRunWrites, reportRejectedWrites, type RejectedWrite, type Writes } from '../kube/writes.ts';
 
 /** Replaces the API writes (tests); given the fence the real writes would consult. */
@@ -23,7 +23,7 @@ export interface WritesDeps {
   readonly override: WritesOverride | undefined;
   readonly log: Logger;
   readonly events: EventRecorder;
-  readonly writeFailures: Counter<'operation' | 'code'>;
+  readonly writeFailures: CounterHandle<'operation' | 'code'>;
   /** Gives back the token of a restart whose first write was refused. */
   refundRestart(): void;
 }

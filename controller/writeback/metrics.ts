@@ -6,6 +6,7 @@
  * or a value.
  */
 import { Counter, Histogram, type Registry } from 'prom-client';
+import { CLUSTER_LABEL } from '../metrics.ts';
 import type { WriteBackObservation } from './model.ts';
 
 /** The write-back metrics, fed by the engine's `observe`. */
@@ -13,8 +14,8 @@ export interface WriteBackMetrics {
   readonly commits: Counter;
   readonly pushFailures: Counter<'kind'>;
   readonly changeToCommitSeconds: Histogram;
-  /** Restarts through Git given up (ADR 0016), by cause: no-hash-key, untracked, refused, timeout. */
-  readonly fallbacks: Counter<'cause'>;
+  /** Restarts through Git given up (ADR 0016), by cause: no-hash-key, untracked, refused, timeout; a reconcile's, so per cluster in hub mode. */
+  readonly fallbacks: Counter<'cause' | typeof CLUSTER_LABEL>;
   /** The engine's `observe` dependency. */
   observe(observation: WriteBackObservation): void;
 }
@@ -37,7 +38,7 @@ export function createWriteBackMetrics(registry: Registry): WriteBackMetrics {
   const fallbacks = new Counter({
     name: 'driftless_writeback_fallbacks_total',
     help: 'Restarts through Git given up for --write-back-fallback, by cause (no-hash-key, untracked, refused, timeout = --write-back-fallback-after).',
-    labelNames: ['cause'] as const,
+    labelNames: ['cause', CLUSTER_LABEL] as const,
     registers: [registry],
   });
   commits.inc(0);

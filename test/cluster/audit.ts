@@ -70,8 +70,6 @@ export interface AuditEvent {
 export interface AuditFilter {
   /** Exact username, e.g. `system:serviceaccount:ns:replica-a`. */
   readonly user?: string;
-  /** Exact User-Agent. */
-  readonly userAgent?: string;
   readonly verbs?: readonly string[];
   /** e.g. `pods`, `leases`, `deployments`. */
   readonly resource?: string;
@@ -106,7 +104,6 @@ export function filterAudit(events: readonly AuditEvent[], filter: AuditFilter):
   return events.filter((event) => {
     const ref = event.objectRef ?? {};
     if (filter.user !== undefined && event.user.username !== filter.user) return false;
-    if (filter.userAgent !== undefined && event.userAgent !== filter.userAgent) return false;
     if (filter.verbs !== undefined && !filter.verbs.includes(event.verb)) return false;
     if (filter.resource !== undefined && ref.resource !== filter.resource) return false;
     if (filter.subresource !== undefined && (ref.subresource ?? '') !== filter.subresource) return false;

@@ -72,6 +72,7 @@ describe('parseControllerConfig: defaults', () => {
       argocdTrackingLabel: 'app.kubernetes.io/instance',
       argocdNamespace: 'argocd',
       argocdClusters: false,
+      clusterDownWarning: { ms: 15_000, text: '15s' },
       argocdSyncWait: { ms: 60_000, text: '60s' },
       argocdSyncWindows: true,
       logLevel: 'info',

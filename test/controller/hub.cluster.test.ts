@@ -4,9 +4,11 @@
  * spokes registered by cluster Secrets as `argocd cluster add` makes them (a
  * ServiceAccount with full rights in the spoke, its bearer token, the CA).
  * A rotation in each spoke restarts there; a cluster Secret added later is
- * picked up; a refused one is said (Event, metric); a spoke whose API server
- * is stopped degrades only itself; a rotated token reconnects; a deleted
- * cluster Secret means no more writes there (the spoke's audit log).
+ * picked up; a refused one is said (Event, metric); every metric of a spoke's
+ * pipeline names its cluster; a spoke whose API server is stopped degrades
+ * only itself and is said down, then back, by Events in the hub; a rotated
+ * token reconnects; a deleted cluster Secret means no more writes there (the
+ * spoke's audit log) and no more series of it in /metrics.
  */
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
@@ -108,9 +110,11 @@ async function startScene(): Promise<Scene> {
   for (const spoke of [sa, sb]) await spoke.createServiceAccount('kube-system', MANAGER);
   const tokenA = await sa.tokenFor('kube-system', MANAGER);
   await create(hub.admin, COLLECTIONS.Secret(ARGOCD), clusterSecret('cluster-spoke-a', a, tokenA));
+  // --cluster-down-warning=2s: the Warning of the stopped spoke comes while spoke-b restarts, not 15 s later (it
+  // would lengthen spoke-a's outage, and its kwok pods' recovery, by as much).
   // No --min-restart-interval: the scenes rotate spoke-b's app within a minute of each other, and each would wait out
   // the interval's deferral (fleet.cluster.test.ts proves the interval; here it only added a minute to two scenes).
-  const controller = await startControllerProcess(hub, { args: ['--argocd-clusters', `--argocd-namespace=${ARGOCD}`, '--min-restart-interval=0'] });
+  const controller = await startControllerProcess(hub, { args: ['--argocd-clusters', `--argocd-namespace=${ARGOCD}`, '--min-restart-interval=0', '--cluster-down-warning=2s'] });
   return { hub, a, b, controller, tokens: [tokenA] };
 }
 
@@ -147,7 +151,7 @@ async function memoryOf(pid: number): Promise<string> {
   return `VmRSS ${field('VmRSS')}, VmHWM ${field('VmHWM')}`;
 }
 
-async function addedLaterAndRefused({ hub, b, controller, tokens }: Scene, t: TestContext): Promise<void> {
+async function addedLaterAndRefused({ hub, a, b, controller, tokens }: Scene, t: TestContext): Promise<void> {
   const tokenB = await b.cluster.tokenFor('kube-system', MANAGER);
   tokens.push(tokenB);
   await create(hub.admin, COLLECTIONS.Secret(ARGOCD), clusterSecret('cluster-spoke-b', b, tokenB));
@@ -163,11 +167,18 @@ async function addedLaterAndRefused({ hub, b, controller, tokens }: Scene, t: Te
   const refusal = await waitFor('a Warning Event on the refused cluster Secret', async () => (await eventsFor(hub.admin, ARGOCD, 'cluster-eks')).find((e) => e['reason'] === 'ClusterRefused'));
   assert.equal(refusal['type'], 'Warning');
   assert.match(String(refusal['message']), /aws-auth/);
-  await waitFor('the refusal and both spokes in /metrics', async () => {
-    const text = await metrics(controller);
-    return text.includes('driftless_cluster_refused{secret="argocd/cluster-eks",reason="aws-auth"} 1')
-      && text.includes('driftless_cluster_up{cluster="spoke-a"} 1') && text.includes('driftless_cluster_up{cluster="spoke-b"} 1');
+  const text = await waitFor('the refusal and both spokes in /metrics', async () => {
+    const scraped = await metrics(controller);
+    return scraped.includes('driftless_cluster_refused{secret="argocd/cluster-eks",reason="aws-auth"} 1')
+      && scraped.includes('driftless_cluster_up{cluster="spoke-a"} 1') && scraped.includes('driftless_cluster_up{cluster="spoke-b"} 1') ? scraped : undefined;
   });
+  // Each spoke's pipeline reports under its own name (ADR 0027): its restart, its queue, its requests.
+  for (const [spoke, restarts] of [[a, 1], [b, 1]] as const) {
+    const series = new RegExp(`^driftless_restarts_started_total\\{kind="Deployment",namespace="${spoke.ns}",strategy="[a-z-]+",cluster="${spoke.name}"\\} ${restarts}$`, 'm');
+    assert.match(text, series);
+    assert.match(text, new RegExp(`^workqueue_adds_total\\{name="workloads",cluster="${spoke.name}"\\} \\d+$`, 'm'));
+    assert.match(text, new RegExp(`^driftless_api_requests_total\\{verb="GET",code="200",cluster="${spoke.name}"\\} \\d+$`, 'm'));
+  }
   t.diagnostic(`controller memory with three clusters (in-cluster, spoke-a, spoke-b): ${await memoryOf(controller.pid)}`);
 }
 
@@ -207,7 +218,13 @@ async function syncWindowInSpoke({ hub, a, b }: Scene): Promise<void> {
   assert.deepEqual(uids(await waitForReadyPods(b.cluster.admin, b.ns, 'held', 1)), uids(podsB), 'spoke-b\'s workload waits for its window');
 }
 
-async function oneSpokeDown({ a, b, controller }: Scene): Promise<void> {
+/** The driftless Events with `reason` on the cluster Secret in the hub. */
+async function clusterEvents(hub: Cluster, secretName: string, reason: string): Promise<KubeObject[]> {
+  return (await eventsFor(hub.admin, ARGOCD, secretName)).filter((e) => e['reason'] === reason);
+}
+
+async function oneSpokeDown({ hub, a, b, controller, tokens }: Scene): Promise<void> {
+  const secretUid = (await read(hub.admin, `${COLLECTIONS.Secret(ARGOCD)}/cluster-spoke-a`)).metadata?.uid;
   await a.cluster.stopApiServer();
   try {
     await waitFor('spoke-a down in /metrics', async () => (await metrics(controller)).includes('driftless_cluster_up{cluster="spoke-a"} 0'), { timeoutMs: 60_000 });
@@ -216,10 +233,24 @@ async function oneSpokeDown({ a, b, controller }: Scene): Promise<void> {
     await recordedDigest(b.cluster.admin, b.ns, before);
     assert.equal(await readyz(controller), 200, '/readyz stays ready while a spoke is down');
     assert.ok((await metrics(controller)).includes('driftless_cluster_up{cluster="spoke-b"} 1'));
+    // The hub says it (ADR 0027): a Warning on spoke-a's cluster Secret once its grace has passed, saying what the
+    // last list or watch met (its watches broken by the stop: reset; the lists since: refused).
+    const down = await waitForEvent(hub.admin, ARGOCD, 'cluster-spoke-a', 'ClusterUnreachable', 60_000);
+    assert.equal(down['type'], 'Warning');
+    assert.equal((down['involvedObject'] as { uid?: string } | undefined)?.uid, secretUid, 'on the Secret itself: `kubectl describe` lists it');
+    const said = String(down['message']);
+    assert.match(said, /^Cluster spoke-a \(https:\/\/127\.0\.0\.1:\d+\) has been down for Driftless for \d+s: listing or watching .+ failed: connection (refused|reset)\. /);
+    assert.ok(said.includes(a.cluster.server), said);
+    assert.equal(findLeak(said, ...tokens), undefined, 'no credential in the Event');
+    assert.deepEqual(await clusterEvents(hub, 'cluster-spoke-b', 'ClusterUnreachable'), [], 'the other spoke is not said down');
   } finally {
     await a.cluster.startApiServer();
   }
   await waitFor('spoke-a up again', async () => (await metrics(controller)).includes('driftless_cluster_up{cluster="spoke-a"} 1'), { timeoutMs: 90_000 });
+  const back = await waitForEvent(hub.admin, ARGOCD, 'cluster-spoke-a', 'ClusterReachable', 30_000);
+  assert.equal(back['type'], 'Normal');
+  assert.match(String(back['message']), /^Cluster spoke-a \(https:\/\/127\.0\.0\.1:\d+\) is back after \d+(m\d+)?s: /);
+  assert.equal((await clusterEvents(hub, 'cluster-spoke-a', 'ClusterUnreachable')).length, 1, 'one Warning per outage');
   const before = await recordedDigest(a.cluster.admin, a.ns);
   await rotateAndWaitForRestart(a, 'v3');
   await recordedDigest(a.cluster.admin, a.ns, before);
@@ -259,7 +290,10 @@ async function deletedNoMoreWrites({ hub, a, b, controller }: Scene): Promise<vo
   await recordedDigest(b.cluster.admin, b.ns, before);
   assert.deepEqual(await a.cluster.audit({ user: MANAGER_USER, since }), [], 'no write in spoke-a after its cluster Secret was deleted');
   assert.deepEqual(uids(await waitForReadyPods(a.cluster.admin, a.ns, 'app', 2)), uids(podsA), 'spoke-a\'s pods untouched');
-  assert.ok(!(await metrics(controller)).includes('driftless_cluster_up{cluster="spoke-a"}'), 'a removed cluster has no gauge');
+  const text = await metrics(controller);
+  assert.ok(!text.includes('driftless_cluster_up{cluster="spoke-a"}'), 'a removed cluster has no gauge');
+  assert.deepEqual(text.split('\n').filter((line) => line.includes('cluster="spoke-a"')), [], 'nor any other series (ADR 0027)');
+  assert.ok(text.includes('cluster="spoke-b"'), 'the other spoke\'s series stay');
 }
 
 describe('hub mode: one controller beside Argo CD manages every cluster Argo CD deploys to', { timeout: 900_000 }, () => {

@@ -56,7 +56,7 @@ function harness() {
       events.push({ name: target.name, type: event.type, reason: event.reason, message: eventMessage(event) });
     },
   };
-  const metrics = createMetrics({ queueDepth: () => 0, queueOldestSeconds: () => 0, restartsInProgress: () => 0, cacheSizes: () => ({}), isLeader: () => true });
+  const metrics = createMetrics({ queueDepth: () => [], queueOldestSeconds: () => [], restartsInProgress: () => [], cacheSizes: () => [], isLeader: () => true });
   const reconciler = new Reconciler({
     view, writes, events: recorder, clock, log: pino({ enabled: false }), inScope: () => true, metrics,
     options: { mode: 'annotated', defaultStrategy: 'evict', debounceMs: 0, checkIntervalMs: CHECK_MS, maxConcurrentRestarts: 10, blockedWarningMs: 60_000, progressDeadlineMs: DEADLINE_MS },

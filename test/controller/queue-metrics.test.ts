@@ -22,11 +22,13 @@ test('adds, retries, depth, queue and work duration, unfinished work and the lon
   const releases = new Map<string, (ok: boolean) => void>();
   // Wired as the controller wires them: the queue is built before its metrics, which read it at scrape time.
   let queue: WorkQueue | undefined;
+  // One cluster, as a controller that is no hub reads it: no `cluster` label.
+  const one = (read: (q: WorkQueue) => number) => () => [{ cluster: undefined, value: queue === undefined ? 0 : read(queue) }];
   const hooks = createWorkqueueMetrics(registry, 'w', {
-    depth: () => queue?.depth ?? 0,
-    unfinishedWorkSeconds: () => queue?.unfinishedWorkSeconds() ?? 0,
-    longestRunningSeconds: () => queue?.longestRunningSeconds() ?? 0,
-  });
+    depth: one((q) => q.depth),
+    unfinishedWorkSeconds: one((q) => q.unfinishedWorkSeconds()),
+    longestRunningSeconds: one((q) => q.longestRunningSeconds()),
+  })(undefined);
   const wired = new WorkQueue({
     concurrency: 1,
     clock,

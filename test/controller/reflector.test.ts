@@ -278,6 +278,7 @@ test('an error status after "not installed" backs off from the base, not from th
   }
   await until('the 403', () => reflector.stats.errors === 4);
   assert.equal(reflector.failing, true);
+  assert.equal(reflector.failure, 'the API server answered 403 Forbidden', 'what it met, from the status alone (a hub\'s down Event)');
   await clock.advanceAsync(TIMING.backoffBaseMs - 1);
   assert.equal(client.lists.length, 4, 'still backing off');
   await clock.advanceAsync(1);
@@ -471,9 +472,11 @@ test('failing from a failed list until the API server answers again, whether wit
   const { reflector, clock } = start(client);
   await until('the first error', () => reflector.stats.errors === 1);
   assert.equal(reflector.failing, true, 'unreachable');
+  assert.equal(reflector.failure, 'no answer from the API server', 'an error without a code: its message is never said');
   await clock.advanceAsync(1_000);
   await until('the second list', () => client.lists.length === 2 && reflector.absent);
   assert.equal(reflector.failing, false, 'a 404 is an answer: the cluster is up, the API absent');
+  assert.equal(reflector.failure, undefined, 'nothing failing, nothing said');
   await clock.advanceAsync(2_000);
   await until('the third list', () => client.lists.length === 3 && client.watches.length === 1);
   assert.equal(reflector.failing, false);

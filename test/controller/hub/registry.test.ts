@@ -13,7 +13,7 @@ function destination(server: string, name: string, token = 't1', namespaces?: st
 }
 
 /** A registry whose pipelines are entries in a log: `start a`, `stop a`; a stop resolves when `release` says. */
-function harness(options: { failOn?: string; owns?: (d: Destination) => boolean } = {}) {
+function harness(options: { failOn?: string; owns?: (d: Destination) => boolean; forget?: true } = {}) {
   const events: string[] = [];
   const pendingStops: (() => void)[] = [];
   let holdStops = false;
@@ -21,12 +21,18 @@ function harness(options: { failOn?: string; owns?: (d: Destination) => boolean 
     log,
     same: (a, b) => (a as Destination & { token: string }).token === (b as Destination & { token: string }).token && a.name === b.name,
     ...(options.owns === undefined ? {} : { owns: options.owns }),
+    ...(options.forget === undefined ? {} : {
+      forget: async (name: string) => {
+        events.push(`forget ${name}`);
+      },
+    }),
     start(d): RunningCluster {
       if (d.name === options.failOn) throw new Error('exec plugin not found');
       const token = (d as Destination & { token: string }).token;
       events.push(`start ${d.name} ${token}`);
       return {
         up: () => true,
+        whyDown: () => undefined,
         stop: (removed) => new Promise<void>((resolve) => {
           const done = (): void => {
             events.push(`stop ${d.name} ${token}${removed ? '' : ' (shutdown)'}`);
@@ -91,6 +97,10 @@ test('a cluster that cannot connect is down, and the others run', async () => {
   const h = harness({ failOn: 'bad' });
   await h.registry.update(map(destination('https://bad', 'bad'), destination('https://ok', 'ok')));
   assert.deepEqual(h.registry.states(), [{ name: 'bad', server: 'https://bad', up: false }, { name: 'ok', server: 'https://ok', up: true }]);
+  assert.deepEqual(h.registry.health().map((c) => [c.destination.name, c.whyDown]), [
+    ['bad', 'its connection could not be built from the cluster Secret (the controller\'s log says why)'],
+    ['ok', undefined],
+  ], 'why it is down names no error message (it may hold a field of the Secret)');
 });
 
 test('only the clusters this replica owns run; close stops every one and starts none after', async () => {
@@ -101,4 +111,26 @@ test('only the clusters this replica owns run; close stops every one and starts 
   await h.registry.update(map(destination('https://other', 'other')));
   assert.deepEqual(h.events, ['start mine t1', 'stop mine t1 (shutdown)'], 'at shutdown, in-flight work may finish');
   assert.deepEqual(h.registry.states(), []);
+});
+
+test('a cluster\'s name is forgotten (its metric series removed) when it leaves or is renamed, not when it reconnects', async () => {
+  const h = harness({ forget: true });
+  await h.registry.update(map(destination('https://a', 'a'), destination('https://b', 'b')));
+  await h.registry.update(map(destination('https://a', 'a', 't2'), destination('https://b', 'b')));
+  assert.deepEqual(h.events.slice(2), ['stop a t1', 'start a t2'], 'a reconnect keeps the name\'s series');
+  await h.registry.update(map(destination('https://a', 'a2', 't2'), destination('https://b', 'b')));
+  assert.deepEqual(h.events.slice(4), ['stop a t2', 'forget a', 'start a2 t2'], 'renamed: the old name\'s series go before the new name starts');
+  await h.registry.update(map(destination('https://a', 'a2', 't2')));
+  assert.deepEqual(h.events.slice(7), ['stop b t1', 'forget b']);
+  await h.registry.close();
+  assert.deepEqual(h.events.slice(9), ['stop a2 t2 (shutdown)'], 'nothing is forgotten at shutdown');
+});
+
+test('a name two servers share is forgotten only when neither runs', async () => {
+  const h = harness({ forget: true });
+  await h.registry.update(map(destination('https://a', 'same'), destination('https://b', 'same')));
+  await h.registry.update(map(destination('https://b', 'same')));
+  assert.deepEqual(h.events.slice(2), ['stop same t1'], 'the other server still reports under the name');
+  await h.registry.update(map());
+  assert.deepEqual(h.events.slice(3), ['stop same t1', 'forget same']);
 });
