@@ -26,7 +26,7 @@ import { create, waitForDeploymentRollout } from '../cluster/testing.ts';
 import { waitFor } from '../support/wait.ts';
 import { COLLECTIONS, SECRET_VALUE, rotateSecret, secret, uids, waitForReadyPods, workload } from '../controller/support/fixtures.ts';
 import { findLeak } from '../controller/support/leak.ts';
-import { startControllerProcess, type ControllerProcess } from '../controller/support/process.ts';
+import { startControllerProcess, type ControllerProcess, type LogLine } from '../controller/support/process.ts';
 import { clusterLeaseName } from '../../controller/hub/shards.ts';
 import { userAgentOf } from '../../controller/wiring/cluster-client.ts';
 
@@ -210,9 +210,10 @@ after(async () => {
   await Promise.all([scene.hub, ...scene.spokes].map((cluster) => cluster.stop()));
 });
 
-/** On a failure: what the replicas warned about, to say why. */
+/** On a failure: what the replicas warned about and said of Leases and clusters, to say why. */
 function warnings(replicas: readonly Replica[]): string {
-  return replicas.map((replica) => `${replica.name}:\n${replica.process.lines.filter((line) => Number(line['level'] ?? 0) >= 40).slice(-15).map((line) => JSON.stringify(line)).join('\n')}`).join('\n');
+  const telling = (line: LogLine): boolean => Number(line['level'] ?? 0) >= 40 || /Lease|cluster/.test(line.msg ?? '');
+  return replicas.map((replica) => `${replica.name}:\n${replica.process.lines.filter(telling).slice(-40).map((line) => JSON.stringify(line)).join('\n')}`).join('\n');
 }
 
 test('three replicas share four clusters on Leases: one killed, one frozen past its Leases, then scaled to one; every restart done once, no write by a replica after it lost a cluster\'s Lease', async (t) => {
