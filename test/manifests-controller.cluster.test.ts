@@ -338,6 +338,35 @@ describe('charts/driftless (helm)', () => {
     assert.match(await helmTemplateFails(['--set', 'writeBack.fallback=evict']), /fallback/);
   });
 
+  it('argocdClusters (hub mode): the flag and the hub\'s Role in Argo CD\'s namespace, as manifests/controller/hub; off by default', async () => {
+    assert.ok(!(await helmTemplate()).some((d) => String(d['metadata'].name).endsWith('-hub')), 'no hub Role by default');
+    const documents = await helmTemplate(['--set', 'argocdClusters=true']);
+    assert.ok(container(only(documents, 'Deployment'))['args'].includes('--argocd-clusters'));
+    const kustomized = only(await kustomizeBuild(join(manifests, 'hub')), 'Role', 'driftless-controller-hub', 'argocd');
+    assert.deepEqual(only(documents, 'Role', 'driftless-hub', 'argocd')['rules'], kustomized['rules'], 'the same rules as the Kustomize overlay');
+    assert.deepEqual(only(documents, 'RoleBinding', 'driftless-hub', 'argocd')['subjects'], [{ kind: 'ServiceAccount', name: 'driftless', namespace: 'driftless' }]);
+    const moved = container(only(await helmTemplate(['--set', 'argocdClusters=true', '--set', 'argocdPlugin.namespace=gitops']), 'Deployment'))['args'] as string[];
+    assert.ok(moved.includes('--argocd-namespace=gitops'), 'the controller reads Argo CD where the Role is');
+  });
+
+  it('argocdHub (the spoke option): the hub kubeconfig mounted and named by flag, the destination, nothing of Argo CD granted here; refused without a destination or with hub mode', async () => {
+    const documents = await helmTemplate(['--set', 'argocdHub.enabled=true', '--set', 'argocdHub.destinationServer=https://10.0.0.1:6443', '--set', 'argocdHub.destinationName=prod', '--set', 'writeBack.enabled=true']);
+    const deployment = only(documents, 'Deployment');
+    const c = container(deployment);
+    for (const arg of ['--argocd-kubeconfig=/etc/driftless/argocd/kubeconfig', '--argocd-destination-server=https://10.0.0.1:6443', '--argocd-destination-name=prod']) assert.ok((c['args'] as string[]).includes(arg), arg);
+    assert.deepEqual((c['volumeMounts'] as Json[]).find((m) => m['name'] === 'argocd-kubeconfig'), { name: 'argocd-kubeconfig', mountPath: '/etc/driftless/argocd', readOnly: true });
+    assert.deepEqual((deployment['spec'].template.spec.volumes as Json[]).find((v) => v['name'] === 'argocd-kubeconfig')?.['secret'], { secretName: 'driftless-argocd-kubeconfig', optional: false });
+    assert.deepEqual(grants(only(documents, 'ClusterRole')['rules']), await spokeGrants());
+    assert.ok(!documents.some((d) => d['metadata'].namespace === 'argocd'), 'no Role in Argo CD\'s namespace here: it is the hub\'s (manifests/controller/spoke/hub)');
+    const config = parseControllerConfig((c['args'] as string[]).map((arg) => arg.replace(/^--hash-key-file=.*/, '--hash-key-file=k')), {});
+    assert.ok(config.command === 'run' && config.argocdDestinationName === 'prod', 'the flags parse');
+    const namespaced = await helmTemplate(['--set', 'argocdHub.enabled=true', '--set', 'argocdHub.destinationName=prod', '--set', 'watchGlobally=false']);
+    assert.ok(!namespaced.some((d) => String(d['metadata'].name).endsWith('-applications')), 'nor in a namespaced install');
+    assert.match(await helmTemplateFails(['--set', 'argocdHub.enabled=true']), /argocdHub.enabled needs argocdHub.destinationServer or argocdHub.destinationName/);
+    assert.match(await helmTemplateFails(['--set', 'argocdHub.enabled=true', '--set', 'argocdHub.destinationName=a', '--set', 'argocdClusters=true']), /exclude each other/);
+    assert.match(await helmTemplateFails(['--set', 'argocdHub.enabled=true', '--set', 'argocdHub.destinationServer=spoke:6443']), /destinationServer/);
+  });
+
   it('renders the hash key Secrets and the plugin\'s ConfigMap, which holds exactly manifests/plugin/plugin.yaml', async () => {
     const documents = await helmTemplate(['--set', 'hashKey.create=true', '--set', 'hashKey.value=k1', '--set', 'argocdPlugin.enabled=true', '--set', 'argocdPlugin.hashKey.create=true', '--set', 'argocdPlugin.hashKey.value=k2']);
     assert.equal(only(documents, 'Secret', 'driftless-hash-key', 'driftless')['data'].key, Buffer.from('k1').toString('base64'));
@@ -376,6 +405,8 @@ fixture.test('the API server accepts every rendered object (server-side dry-run)
   await serverDryRun(cluster, hub);
   for (const overlay of [['hub', 'spoke'], ['spoke'], ['spoke', 'hub']]) await serverDryRun(cluster, await kustomizeBuild(join(manifests, ...overlay)));
   await serverDryRun(cluster, await helmTemplate());
+  await serverDryRun(cluster, await helmTemplate(['--set', 'argocdClusters=true']));
+  await serverDryRun(cluster, await helmTemplate(['--set', 'argocdHub.enabled=true', '--set', 'argocdHub.destinationName=prod', '--set', 'writeBack.enabled=true']));
   await serverDryRun(cluster, await helmTemplate(['--set', 'writeBack.enabled=true', '--set', 'watchGlobally=false', '--set', 'namespaces={a,b}', '--set', 'namespaceSelector=team=web', '--set', 'argocdPlugin.enabled=true', '--set', 'argocdPlugin.hashKey.create=true', '--set', 'argocdPlugin.hashKey.value=k', '--set', 'hashKey.create=true', '--set', 'hashKey.value=k']));
 }, { timeout: 180_000 });
 
