@@ -338,6 +338,24 @@ describe('charts/driftless (helm)', () => {
     assert.match(await helmTemplateFails(['--set', 'writeBack.fallback=evict']), /fallback/);
   });
 
+  it('renders the hash key Secrets and the plugin\'s ConfigMap, which holds exactly manifests/plugin/plugin.yaml', async () => {
+    const documents = await helmTemplate(['--set', 'hashKey.create=true', '--set', 'hashKey.value=k1', '--set', 'argocdPlugin.enabled=true', '--set', 'argocdPlugin.hashKey.create=true', '--set', 'argocdPlugin.hashKey.value=k2']);
+    assert.equal(only(documents, 'Secret', 'driftless-hash-key', 'driftless')['data'].key, Buffer.from('k1').toString('base64'));
+    assert.equal(only(documents, 'Secret', 'driftless-hash-key', 'argocd')['data'].key, Buffer.from('k2').toString('base64'));
+    const pluginYaml = await readFile(join(root, 'manifests', 'plugin', 'plugin.yaml'), 'utf8');
+    assert.equal(await readFile(join(chart, 'files', 'plugin.yaml'), 'utf8'), pluginYaml, 'the chart\'s copy is current');
+    assert.equal(only(documents, 'ConfigMap', 'driftless-plugin', 'argocd')['data']['plugin.yaml'], pluginYaml);
+  });
+
+  it('argo-cd-values.yaml adds the same sidecar and volumes as the Kustomize component', async () => {
+    const values = parse(await readFile(join(chart, 'argo-cd-values.yaml'), 'utf8')) as Json;
+    const patch = parse(await readFile(join(root, 'manifests', 'plugin', 'argocd-repo-server.patch.yaml'), 'utf8')) as Json;
+    assert.deepEqual(values['repoServer'].extraContainers, patch['spec'].template.spec.containers);
+    assert.deepEqual(values['repoServer'].volumes, patch['spec'].template.spec.volumes);
+  });
+});
+
+describe('charts/driftless (helm): hub mode and the spoke option', () => {
   it('argocdClusters (hub mode): the flag and the hub\'s Role in Argo CD\'s namespace, as manifests/controller/hub; off by default', async () => {
     assert.ok(!(await helmTemplate()).some((d) => String(d['metadata'].name).endsWith('-hub')), 'no hub Role by default');
     const documents = await helmTemplate(['--set', 'argocdClusters=true']);
@@ -365,22 +383,6 @@ describe('charts/driftless (helm)', () => {
     assert.match(await helmTemplateFails(['--set', 'argocdHub.enabled=true']), /argocdHub.enabled needs argocdHub.destinationServer or argocdHub.destinationName/);
     assert.match(await helmTemplateFails(['--set', 'argocdHub.enabled=true', '--set', 'argocdHub.destinationName=a', '--set', 'argocdClusters=true']), /exclude each other/);
     assert.match(await helmTemplateFails(['--set', 'argocdHub.enabled=true', '--set', 'argocdHub.destinationServer=spoke:6443']), /destinationServer/);
-  });
-
-  it('renders the hash key Secrets and the plugin\'s ConfigMap, which holds exactly manifests/plugin/plugin.yaml', async () => {
-    const documents = await helmTemplate(['--set', 'hashKey.create=true', '--set', 'hashKey.value=k1', '--set', 'argocdPlugin.enabled=true', '--set', 'argocdPlugin.hashKey.create=true', '--set', 'argocdPlugin.hashKey.value=k2']);
-    assert.equal(only(documents, 'Secret', 'driftless-hash-key', 'driftless')['data'].key, Buffer.from('k1').toString('base64'));
-    assert.equal(only(documents, 'Secret', 'driftless-hash-key', 'argocd')['data'].key, Buffer.from('k2').toString('base64'));
-    const pluginYaml = await readFile(join(root, 'manifests', 'plugin', 'plugin.yaml'), 'utf8');
-    assert.equal(await readFile(join(chart, 'files', 'plugin.yaml'), 'utf8'), pluginYaml, 'the chart\'s copy is current');
-    assert.equal(only(documents, 'ConfigMap', 'driftless-plugin', 'argocd')['data']['plugin.yaml'], pluginYaml);
-  });
-
-  it('argo-cd-values.yaml adds the same sidecar and volumes as the Kustomize component', async () => {
-    const values = parse(await readFile(join(chart, 'argo-cd-values.yaml'), 'utf8')) as Json;
-    const patch = parse(await readFile(join(root, 'manifests', 'plugin', 'argocd-repo-server.patch.yaml'), 'utf8')) as Json;
-    assert.deepEqual(values['repoServer'].extraContainers, patch['spec'].template.spec.containers);
-    assert.deepEqual(values['repoServer'].volumes, patch['spec'].template.spec.volumes);
   });
 });
 
