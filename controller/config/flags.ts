@@ -246,7 +246,7 @@ export const CONTROLLER_FLAGS: readonly ControllerFlagSpec[] = Object.freeze([
     name: 'argocd-namespace',
     type: 'namespace',
     default: 'argocd',
-    description: "Namespace of Argo CD's Applications, watched (list/watch applications.argoproj.io) to know of a pending sync; without the CRD or the permission the wait is off.",
+    description: "Namespace of Argo CD's Applications, watched (list/watch applications.argoproj.io) to know of a pending sync; without the CRD or the permission the wait is off. In the cluster of --argocd-kubeconfig when it is given.",
   }),
   flag({
     name: 'argocd-clusters',
