@@ -21,6 +21,7 @@ import type { ControllerMetrics } from './metrics.ts';
 import { setUpNotifications } from './notify/setup.ts';
 import type { WebhookUrl } from './notify/url.ts';
 import type { WriteBack } from './writeback/engine.ts';
+import { connectArgoCdHub } from './wiring/argocd-hub.ts';
 import { connectCluster, userAgentOf } from './wiring/cluster-client.ts';
 import { startHub } from './hub/hub.ts';
 import { ownedByTheLeader, sharedOnLeases } from './hub/ownership.ts';
@@ -78,6 +79,9 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
   // Process-wide, first: the metrics every other part reports to, and the election whose fence every write consults.
   const gauges = new GaugeSources(clock);
   const metrics = createProcessMetrics(gauges);
+  // The spoke option (ADR 0025): Argo CD runs in another cluster, read through a client of its own.
+  const argocdHub = connectArgoCdHub(config, { clock, apiRequests: metrics.controller.apiRequests });
+  if (argocdHub !== undefined) log.info({ argocdNamespace: config.argocdNamespace, destinationServer: config.argocdDestinationServer, destinationName: config.argocdDestinationName }, "Argo CD's Applications and AppProjects are read from the cluster of --argocd-kubeconfig");
   const identity = deps.identity || hostname();
   const electionDeps = { clock, log, identity, defaultLeaseNamespace: deps.defaultLeaseNamespace };
   // In hub mode, --leader-elect shares the clusters out on a Lease each (ADR 0023) instead of one leader for all.
@@ -88,7 +92,8 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
   const recorder = createEventRecorder({ client, log, now: () => clock.now(), instance: identity, repeatMs: 10 * 60_000, seriesUpdateMs: config.eventSeriesInterval.ms });
   // Restart Events also go to the webhook, when one is configured; the reconciler only sees a recorder.
   const notifications = setUpNotifications(recorder, config, { clock, log, urlFromFile: deps.notifyWebhookUrl });
-  const writeBack = createGitWriteBack(config, { client, clock, tmpdir: deps.tmpdir, metrics: metrics.writeBack });
+  // Argo CD's repository Secrets are where Argo CD runs: with the spoke option, in the hub.
+  const writeBack = createGitWriteBack(config, { client: argocdHub?.client ?? client, clock, tmpdir: deps.tmpdir, metrics: metrics.writeBack });
   const parts = {
     client, fence: election.fence, writeTimeoutMs: election.writeTimeoutMs, events: notifications.events, writeBack, metrics, gauges,
     isLeader: election.isLeader, clock, log, hashKey: deps.hashKey, writes: deps.writes,
@@ -101,7 +106,7 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
       ...parts, hubClient: client, homeKubeConfig: kubeConfig, identity, config, notify: (events) => notifications.wrap(events),
       ...(shards === undefined ? { ownership: ownedByTheLeader(election) } : { ownership: sharedOnLeases(shards.coordinator, identity), writeTimeoutMs: shards.writeTimeoutMs }),
     })
-    : startSingleCluster(config, parts);
+    : startSingleCluster(config, { ...parts, hub: argocdHub });
   // Standbys keep their caches warm; only the leader (or the only replica) reconciles and writes.
   const synced = running.reconcileWhen(election.lead(() => {
     // close() aborts a running git command synchronously; its promise is not awaited: the process exits.
@@ -123,6 +128,7 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
       await running.close();
       // In hub mode the hub's client is not a pipeline's: closed here, after its watches.
       if (config.argocdClusters) await client.close();
+      await argocdHub?.client.close();
       await election.close();
       await shards?.close();
     },

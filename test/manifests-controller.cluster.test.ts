@@ -16,6 +16,7 @@ import assert from 'node:assert/strict';
 import { promisify } from 'node:util';
 import { parse, parseAllDocuments } from 'yaml';
 import { findControllerFlag } from '../controller/config/flags.ts';
+import { parseControllerConfig } from '../controller/config/parse.ts';
 import type { KubeObject } from './cluster/api.ts';
 import type { Cluster } from './cluster/harness.ts';
 import { create, useCluster, waitForDeploymentRollout } from './cluster/testing.ts';
@@ -195,6 +196,66 @@ describe('manifests/controller (kustomize)', () => {
   });
 });
 
+/** Argo CD's two rows of the verb table: what a controller reads of Argo CD where Argo CD runs. */
+const ARGO_CD_GRANTS = ['argoproj.io|applications|list', 'argoproj.io|applications|watch', 'argoproj.io|appprojects|list', 'argoproj.io|appprojects|watch'];
+
+/** The verb table without Argo CD's rows: what a controller needs in a cluster Argo CD deploys to but does not run in. */
+async function spokeGrants(): Promise<string[]> {
+  return (await verbTable()).filter((grant) => !ARGO_CD_GRANTS.includes(grant));
+}
+
+describe('hub mode and the spoke option (kustomize): docs/hub.md', () => {
+  it('hub mode: the flag, and a Role in Argo CD\'s namespace for what the hub reads there (cluster Secrets, argocd-cm, Applications, AppProjects) and its refusal Events', async () => {
+    const documents = await kustomizeBuild(join(manifests, 'hub'));
+    assert.ok(container(only(documents, 'Deployment'))['args'].includes('--argocd-clusters'));
+    assertHardenedController(only(documents, 'Deployment'), only(documents, 'ServiceAccount'));
+    const role = only(documents, 'Role', 'driftless-controller-hub', 'argocd');
+    const rules = role['rules'] as Json[];
+    assert.deepEqual(rules.map((r) => r['resourceNames'] ?? null), [null, ['argocd-cm'], null, null], 'argocd-cm by name; the cluster Secrets by a label-selected list');
+    assert.deepEqual(grants(rules.map((rule) => Object.fromEntries(Object.entries(rule).filter(([key]) => key !== 'resourceNames')))), [
+      '|configmaps|list', '|configmaps|watch', '|events|create', '|secrets|list', '|secrets|watch', ...ARGO_CD_GRANTS,
+    ].sort());
+    assert.deepEqual(only(documents, 'RoleBinding', 'driftless-controller-hub', 'argocd')['subjects'], [{ kind: 'ServiceAccount', name: 'driftless-controller', namespace: 'driftless' }]);
+  });
+
+  it('hub mode\'s minimum spoke RBAC: the verb table without Argo CD\'s rows, bound to the cluster Secret\'s identity', async () => {
+    const documents = await kustomizeBuild(join(manifests, 'hub', 'spoke'));
+    assert.deepEqual(documents.map((d) => String(d['kind'])).sort(), ['ClusterRole', 'ClusterRoleBinding']);
+    assert.deepEqual(grants(only(documents, 'ClusterRole', 'driftless-spoke')['rules']), await spokeGrants());
+    assert.deepEqual(only(documents, 'ClusterRoleBinding', 'driftless-spoke')['subjects'], [{ kind: 'ServiceAccount', name: 'argocd-manager', namespace: 'kube-system' }]);
+    const selector = parseAllDocuments(await readFile(join(manifests, 'hub', 'spoke', 'namespaces.yaml'), 'utf8')).map((d) => d.toJS() as Json);
+    assert.deepEqual(grants(only(selector, 'ClusterRole')['rules']), ['|namespaces|list', '|namespaces|watch'], 'the optional namespaces rule for --namespace-selector');
+  });
+
+  it('the spoke option: the hub kubeconfig mounted and named by flag, the destination from a ConfigMap, nothing of Argo CD granted in the spoke; the result parses', async () => {
+    const documents = await kustomizeBuild(join(manifests, 'spoke'));
+    const deployment = only(documents, 'Deployment');
+    assertHardenedController(deployment, only(documents, 'ServiceAccount'));
+    const c = container(deployment);
+    assert.ok((c['args'] as string[]).includes('--argocd-kubeconfig=/etc/driftless/argocd/kubeconfig'));
+    assert.deepEqual((c['volumeMounts'] as Json[]).find((m) => m['name'] === 'argocd-kubeconfig'), { name: 'argocd-kubeconfig', mountPath: '/etc/driftless/argocd', readOnly: true });
+    assert.deepEqual((deployment['spec'].template.spec.volumes as Json[]).find((v) => v['name'] === 'argocd-kubeconfig')?.['secret'], { secretName: 'driftless-argocd-kubeconfig', optional: false });
+    const configMap = only(documents, 'ConfigMap', c['envFrom'][0].configMapRef.name, 'driftless');
+    for (const key of Object.keys(configMap['data'])) assert.ok(findControllerFlag(key.slice(10).toLowerCase().replaceAll('_', '-')), `${key} is read`);
+    assert.deepEqual(grants(only(documents, 'ClusterRole')['rules']), await spokeGrants(), 'the base\'s rules but Argo CD\'s');
+    assert.ok(!documents.some((d) => d['metadata'].namespace === 'argocd'), 'nothing in Argo CD\'s namespace here: the write-back reads in the hub');
+    // The Deployment's flags and the ConfigMap's variables, as the controller reads them: accepted, and the destination set.
+    const config = parseControllerConfig((c['args'] as string[]).map((arg) => arg.replace(/^--hash-key-file=.*/, '--hash-key-file=k')), configMap['data'] as Record<string, string>);
+    assert.ok(config.command === 'run');
+    assert.equal(config.argocdKubeconfig, '/etc/driftless/argocd/kubeconfig');
+    assert.equal(config.argocdDestinationServer, 'https://spoke.example.com:6443');
+  });
+
+  it('the spoke option\'s hub RBAC: a read-only ServiceAccount in Argo CD\'s namespace (Applications, AppProjects; repository Secrets for git), nothing cluster-wide', async () => {
+    const documents = await kustomizeBuild(join(manifests, 'spoke', 'hub'));
+    assert.ok(documents.every((d) => d['metadata'].namespace === 'argocd'), 'all in Argo CD\'s namespace');
+    assert.deepEqual(grants(only(documents, 'Role', 'driftless-spoke', 'argocd')['rules']), ARGO_CD_GRANTS);
+    assert.deepEqual(only(documents, 'RoleBinding', 'driftless-spoke', 'argocd')['subjects'], [{ kind: 'ServiceAccount', name: 'driftless-spoke', namespace: 'argocd' }]);
+    assertWriteBackRole(documents, 'driftless-spoke-write-back', 'driftless-spoke', 'argocd');
+    assert.equal(only(documents, 'Secret', 'driftless-spoke-token', 'argocd')['metadata'].annotations['kubernetes.io/service-account.name'], 'driftless-spoke');
+  });
+});
+
 /**
  * The write-back's Role: in Argo CD's namespace only, Secrets listed (every request selected by label or
  * name), the known-hosts ConfigMap read by name, and nothing else; bound to the controller's account.
@@ -294,6 +355,37 @@ describe('charts/driftless (helm)', () => {
   });
 });
 
+describe('charts/driftless (helm): hub mode and the spoke option', () => {
+  it('argocdClusters (hub mode): the flag and the hub\'s Role in Argo CD\'s namespace, as manifests/controller/hub; off by default', async () => {
+    assert.ok(!(await helmTemplate()).some((d) => String(d['metadata'].name).endsWith('-hub')), 'no hub Role by default');
+    const documents = await helmTemplate(['--set', 'argocdClusters=true']);
+    assert.ok(container(only(documents, 'Deployment'))['args'].includes('--argocd-clusters'));
+    const kustomized = only(await kustomizeBuild(join(manifests, 'hub')), 'Role', 'driftless-controller-hub', 'argocd');
+    assert.deepEqual(only(documents, 'Role', 'driftless-hub', 'argocd')['rules'], kustomized['rules'], 'the same rules as the Kustomize overlay');
+    assert.deepEqual(only(documents, 'RoleBinding', 'driftless-hub', 'argocd')['subjects'], [{ kind: 'ServiceAccount', name: 'driftless', namespace: 'driftless' }]);
+    const moved = container(only(await helmTemplate(['--set', 'argocdClusters=true', '--set', 'argocdPlugin.namespace=gitops']), 'Deployment'))['args'] as string[];
+    assert.ok(moved.includes('--argocd-namespace=gitops'), 'the controller reads Argo CD where the Role is');
+  });
+
+  it('argocdHub (the spoke option): the hub kubeconfig mounted and named by flag, the destination, nothing of Argo CD granted here; refused without a destination or with hub mode', async () => {
+    const documents = await helmTemplate(['--set', 'argocdHub.enabled=true', '--set', 'argocdHub.destinationServer=https://10.0.0.1:6443', '--set', 'argocdHub.destinationName=prod', '--set', 'writeBack.enabled=true']);
+    const deployment = only(documents, 'Deployment');
+    const c = container(deployment);
+    for (const arg of ['--argocd-kubeconfig=/etc/driftless/argocd/kubeconfig', '--argocd-destination-server=https://10.0.0.1:6443', '--argocd-destination-name=prod']) assert.ok((c['args'] as string[]).includes(arg), arg);
+    assert.deepEqual((c['volumeMounts'] as Json[]).find((m) => m['name'] === 'argocd-kubeconfig'), { name: 'argocd-kubeconfig', mountPath: '/etc/driftless/argocd', readOnly: true });
+    assert.deepEqual((deployment['spec'].template.spec.volumes as Json[]).find((v) => v['name'] === 'argocd-kubeconfig')?.['secret'], { secretName: 'driftless-argocd-kubeconfig', optional: false });
+    assert.deepEqual(grants(only(documents, 'ClusterRole')['rules']), await spokeGrants());
+    assert.ok(!documents.some((d) => d['metadata'].namespace === 'argocd'), 'no Role in Argo CD\'s namespace here: it is the hub\'s (manifests/controller/spoke/hub)');
+    const config = parseControllerConfig((c['args'] as string[]).map((arg) => arg.replace(/^--hash-key-file=.*/, '--hash-key-file=k')), {});
+    assert.ok(config.command === 'run' && config.argocdDestinationName === 'prod', 'the flags parse');
+    const namespaced = await helmTemplate(['--set', 'argocdHub.enabled=true', '--set', 'argocdHub.destinationName=prod', '--set', 'watchGlobally=false']);
+    assert.ok(!namespaced.some((d) => String(d['metadata'].name).endsWith('-applications')), 'nor in a namespaced install');
+    assert.match(await helmTemplateFails(['--set', 'argocdHub.enabled=true']), /argocdHub.enabled needs argocdHub.destinationServer or argocdHub.destinationName/);
+    assert.match(await helmTemplateFails(['--set', 'argocdHub.enabled=true', '--set', 'argocdHub.destinationName=a', '--set', 'argocdClusters=true']), /exclude each other/);
+    assert.match(await helmTemplateFails(['--set', 'argocdHub.enabled=true', '--set', 'argocdHub.destinationServer=spoke:6443']), /destinationServer/);
+  });
+});
+
 /** `kubectl apply --dry-run=server` of the documents; resolves with kubectl's output, fails on a rejection. */
 async function serverDryRun(cluster: Cluster, documents: readonly Json[]): Promise<string> {
   const stdin = documents.map((d) => JSON.stringify(d)).join('\n---\n');
@@ -315,7 +407,10 @@ fixture.test('the API server accepts every rendered object (server-side dry-run)
   const leaseRule = (only(hub, 'Role', 'driftless-leader-election')['rules'] as Json[]).find((rule) => (rule['resources'] as string[]).includes('leases'));
   assert.deepEqual(leaseRule?.['verbs'], ['get', 'create', 'update', 'list'], 'the replicas sharing clusters list the Leases (ADR 0023)');
   await serverDryRun(cluster, hub);
+  for (const overlay of [['hub', 'spoke'], ['spoke'], ['spoke', 'hub']]) await serverDryRun(cluster, await kustomizeBuild(join(manifests, ...overlay)));
   await serverDryRun(cluster, await helmTemplate());
+  await serverDryRun(cluster, await helmTemplate(['--set', 'argocdClusters=true']));
+  await serverDryRun(cluster, await helmTemplate(['--set', 'argocdHub.enabled=true', '--set', 'argocdHub.destinationName=prod', '--set', 'writeBack.enabled=true']));
   await serverDryRun(cluster, await helmTemplate(['--set', 'writeBack.enabled=true', '--set', 'watchGlobally=false', '--set', 'namespaces={a,b}', '--set', 'namespaceSelector=team=web', '--set', 'argocdPlugin.enabled=true', '--set', 'argocdPlugin.hashKey.create=true', '--set', 'argocdPlugin.hashKey.value=k', '--set', 'hashKey.create=true', '--set', 'hashKey.value=k']));
 }, { timeout: 180_000 });
 

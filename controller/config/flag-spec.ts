@@ -30,6 +30,8 @@ export type ControllerFlagType =
   | 'address'
   /** An absolute http(s) URL; never quoted in a message (it may hold a token). */
   | 'url'
+  /** An API server's http(s) URL, as Argo CD's cluster Secrets hold it (no credentials). */
+  | 'server-url'
   /** Comma-separated notification events, or `none`. */
   | 'event-list'
   /** Free text. */

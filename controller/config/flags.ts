@@ -7,6 +7,7 @@
 import type { PolicyMode } from '../../core/index.ts';
 import type { RestartStrategy } from '../model.ts';
 import { MAX_DURATION_MS, flag, positiveDuration, type ControllerFlagSpec } from './flag-spec.ts';
+import { argocdHubFlags } from './argocd-hub.ts';
 import { LOG_LEVELS, TRACKING_METHODS } from './model.ts';
 import { notifyFlags } from './notify.ts';
 import { writeBackFlags } from './write-back.ts';
@@ -245,7 +246,7 @@ export const CONTROLLER_FLAGS: readonly ControllerFlagSpec[] = Object.freeze([
     name: 'argocd-namespace',
     type: 'namespace',
     default: 'argocd',
-    description: "Namespace of Argo CD's Applications, watched (list/watch applications.argoproj.io) to know of a pending sync; without the CRD or the permission the wait is off.",
+    description: "Namespace of Argo CD's Applications, watched (list/watch applications.argoproj.io) to know of a pending sync; without the CRD or the permission the wait is off. In the cluster of --argocd-kubeconfig when it is given.",
   }),
   flag({
     name: 'argocd-clusters',
@@ -253,6 +254,7 @@ export const CONTROLLER_FLAGS: readonly ControllerFlagSpec[] = Object.freeze([
     default: 'false',
     description: "Hub mode (ADR 0019): run beside Argo CD and manage every cluster it deploys to, each registered as a cluster Secret in --argocd-namespace (list/watch secrets there), plus the in-cluster destination unless argocd-cm says cluster.inClusterEnabled: \"false\". Each cluster has its own watches, queue, limits and breaker; its restart records stay in this cluster.",
   }),
+  ...argocdHubFlags(),
   flag({
     name: 'cluster-down-warning',
     type: 'duration',

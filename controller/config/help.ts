@@ -20,6 +20,7 @@ const PLACEHOLDERS: Readonly<Record<ControllerFlagType, string>> = {
   boolean: '[=true|false]',
   address: 'HOST:PORT',
   url: 'URL',
+  'server-url': 'URL',
   'event-list': 'EVENT[,EVENT…]',
   text: 'TEXT',
   'object-name': 'NAME',

@@ -109,6 +109,16 @@ export interface ControllerConfig {
   readonly argocdClusters: boolean;
   /** Hub mode: how long a cluster is down before its Warning Event (ADR 0027). */
   readonly clusterDownWarning: DurationSetting;
+  /**
+   * The spoke option (ADR 0025): the kubeconfig file of the cluster Argo CD runs in (the hub), where its
+   * Applications, AppProjects and repository Secrets are read; `undefined` = Argo CD runs in this cluster.
+   * Set only with a destination below, never with `argocdClusters`.
+   */
+  readonly argocdKubeconfig: string | undefined;
+  /** With `argocdKubeconfig`: this cluster's server URL in the hub's Argo CD, trailing slashes cut. */
+  readonly argocdDestinationServer: string | undefined;
+  /** With `argocdKubeconfig`: this cluster's name in the hub's Argo CD. */
+  readonly argocdDestinationName: string | undefined;
   /** The longest a restart holds, from T, for Argo CD's pending sync; 0 = never. */
   readonly argocdSyncWait: DurationSetting;
   /** In-cluster restarts honour the AppProject sync windows of the workload's Application (issue 15 §8). */

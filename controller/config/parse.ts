@@ -13,6 +13,7 @@
  * never an hour later in a watch. Files are not read here: the hash key is
  * read by main, and no message ever quotes a file's content.
  */
+import { readArgoCdHubSettings } from './argocd-hub.ts';
 import { deepFreeze } from '../../cli/deep-freeze.ts';
 import { UsageError } from '../../cli/errors.ts';
 import { parseArgv as readArgv } from '../../cli/flags.ts';
@@ -52,10 +53,12 @@ export function parseControllerConfig(argv: readonly string[], env: Env): Contro
   const reader = flagReader(cli.flags, env);
   const scope = readScope(reader);
   const lease = readLease(reader);
+  const settings = readSettings(reader, scope, lease);
   return deepFreeze({
     command: 'run',
     ...scope,
-    ...readSettings(reader, scope, lease),
+    ...settings,
+    ...readArgoCdHubSettings(reader, settings.argocdClusters),
     ...readNotifySettings(reader),
     ...readWriteBackSettings(reader),
     provenance: reader.provenance,

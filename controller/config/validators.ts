@@ -151,6 +151,8 @@ export function allowedText(spec: ControllerFlagSpec): string {
       return 'host:port, :port (every interface) or [ipv6]:port; port 0 picks a free one (logged at start)';
     case 'url':
       return 'an absolute https or http URL';
+    case 'server-url':
+      return 'an API server\'s https or http URL as in Argo CD\'s cluster Secret (e.g. "https://10.0.0.1:6443")';
     case 'event-list':
       return `comma-separated ${joinAlternatives(NOTIFY_EVENTS)}, or none`;
     case 'text':

@@ -61,7 +61,7 @@ export function startPipeline(pipeline: ClusterPipeline, settings: LifecycleSett
     health: {
       ready: () => allSynced,
       // Twice the silence timeout: the reflector itself restarts a watch silent for one.
-      unhealthy: () => silentWatch(reflectors, clock.now(), 2 * settings.watchSilenceTimeout.ms),
+      unhealthy: () => silentWatch(pipeline.liveness, clock.now(), 2 * settings.watchSilenceTimeout.ms),
     },
     async drain(budgetMs) {
       stopped = true;

@@ -50,9 +50,12 @@ export interface PipelineDeps {
   /** Where the restart records live: the controller's own namespace. */
   readonly recordNamespace: string;
   /**
-   * Hub mode (ADR 0019): the records, Applications and AppProjects are read (and the records written) through
-   * the hub's client; the records name this pipeline's cluster, and only Applications deploying to it are
-   * kept. Absent: the pipeline's own client, records that name no cluster, every Application.
+   * Argo CD runs elsewhere: its Applications and AppProjects are read through `client` (the hub's), and only
+   * the Applications deploying to this pipeline's cluster are kept (`scope`). In hub mode (ADR 0019, `scope.id`
+   * set) the records are read and written through it too and name this cluster; with the spoke option (ADR
+   * 0025, no `scope.id`) they stay in the pipeline's own cluster, and the hub's watches are left out of
+   * liveness (a restart of this process mends no hub). Absent: the pipeline's own client, records that name no
+   * cluster, every Application.
    */
   readonly hub?: { readonly client: KubeClient; readonly scope: HubScope };
   readonly writes: WritesOverride | undefined;
@@ -65,6 +68,8 @@ export interface ClusterPipeline {
   readonly queue: WorkQueue;
   readonly reconciler: Reconciler;
   readonly reflectors: readonly Reflector<unknown>[];
+  /** The reflectors whose silence fails /healthz: all but the hub's with the spoke option (see `PipelineDeps.hub`). */
+  readonly liveness: readonly Reflector<unknown>[];
   /** The API server's clock as learnt from fresh writes, and what feeds it. */
   readonly skew: ClockSkew;
   readonly sampler: SkewSampler;
@@ -83,8 +88,10 @@ export function createClusterPipeline(config: ControllerConfig, deps: PipelineDe
   const sampler = createSkewSampler(skew, { clock, log, maxClockSkew: config.maxClockSkew });
   const recordCache = new RecordCache();
   const homeClient = deps.hub?.client ?? client;
+  // In hub mode the records live in the hub; with the spoke option (no cluster id) in this cluster (ADR 0025).
+  const recordsClient = deps.hub?.scope.id === undefined ? client : deps.hub.client;
   const records = config.dryRun ? undefined : createRecordStore({
-    client: homeClient, cluster: deps.hub?.scope.id, cache: recordCache, namespace: deps.recordNamespace, log, fence: deps.fence, timeoutMs: deps.writeTimeoutMs,
+    client: recordsClient, cluster: deps.hub?.scope.id, cache: recordCache, namespace: deps.recordNamespace, log, fence: deps.fence, timeoutMs: deps.writeTimeoutMs,
     // Another install may keep its records in the same namespace: only those of watched namespaces are ours.
     watches: (namespace) => config.namespaces === undefined || config.namespaces.includes(namespace),
   });
@@ -145,10 +152,11 @@ export function createClusterPipeline(config: ControllerConfig, deps: PipelineDe
   });
   const watches = watchTable(config, deps.recordNamespace, { view, recordCache, namespaceLabels, skew: sampler, restarts: reconciler, clock, hashKey: deps.hashKey }, deps.hub?.scope);
   const reflectorDeps = { clock, log, metrics: metrics.controller, enqueue: (key: string) => queue.add(key) };
-  // The rows of the controller's own cluster (records; in hub mode Argo CD's) through its client, the others through the cluster's.
-  const reflectors = [
-    ...createReflectors(watches.filter((w) => w.home === true), config, { ...reflectorDeps, client: homeClient }),
-    ...createReflectors(watches.filter((w) => w.home !== true), config, { ...reflectorDeps, client }),
-  ];
-  return { client, view, queue, reconciler, reflectors, skew, sampler, inFlight: () => inFlight };
+  // The hub's rows (Argo CD's objects; in hub mode the records too) through the hub's client, the others through the cluster's.
+  const fromHub = createReflectors(watches.filter((w) => w.home === true), config, { ...reflectorDeps, client: homeClient });
+  const own = createReflectors(watches.filter((w) => w.home !== true), config, { ...reflectorDeps, client });
+  const reflectors = [...fromHub, ...own];
+  // In hub mode the hub is the process's own cluster; with the spoke option it is another, which a restart does not mend.
+  const liveness = deps.hub !== undefined && deps.hub.scope.id === undefined ? own : reflectors;
+  return { client, view, queue, reconciler, reflectors, liveness, skew, sampler, inFlight: () => inFlight };
 }

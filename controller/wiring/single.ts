@@ -13,6 +13,7 @@ import type { HealthSources } from '../http.ts';
 import type { KubeClient } from '../kube/client.ts';
 import type { Fence } from '../kube/fence.ts';
 import type { WriteBack } from '../writeback/engine.ts';
+import type { ArgoCdHub } from './argocd-hub.ts';
 import { startPipeline } from './lifecycle.ts';
 import { clusterMetrics, type GaugeSources, type ProcessMetrics } from './metrics.ts';
 import { createClusterPipeline } from './pipeline.ts';
@@ -45,6 +46,8 @@ export interface ProcessParts {
   readonly hashKey: HashKey | undefined;
   readonly recordNamespace: string;
   readonly writes: WritesOverride | undefined;
+  /** The spoke option (ADR 0025): Argo CD's cluster, read-only; absent: Argo CD runs in this cluster. */
+  readonly hub?: ArgoCdHub | undefined;
 }
 
 /** The one cluster the controller runs in: one pipeline, started. */

@@ -31,8 +31,10 @@ export interface Watch<S> {
   /** An optional feature's watch: without the permission the reflector turns itself off (kube/reflector.ts). */
   readonly offWhenForbidden?: boolean;
   /**
-   * Read from the controller's own cluster, not the pipeline's: the restart records, which in hub mode stay in
-   * the hub (ADR 0019). The same cluster when the controller is no hub.
+   * Read through the hub's client, not the pipeline's (`PipelineDeps.hub`): Argo CD's Applications and
+   * AppProjects whenever Argo CD runs elsewhere than the pipeline's cluster — in hub mode for every cluster
+   * (ADR 0019), and with `--argocd-kubeconfig` (the spoke option, ADR 0025) — and the restart records in hub
+   * mode only. Unmarked rows, and every row without a hub, use the pipeline's own cluster.
    */
   readonly home?: boolean;
   /** The reflector's `reduce`: a summary that keeps nothing of the raw object. */
@@ -42,13 +44,19 @@ export interface Watch<S> {
 }
 
 /**
- * In hub mode (ADR 0019), the cluster a pipeline serves: its restart records are labelled with `id`, and Argo
- * CD's Applications and AppProjects are read from the hub, keeping only the Applications whose destination is
- * this cluster (by `server`, else by `name`, as Argo CD resolves a destination).
+ * The cluster a pipeline serves as the hub's Argo CD names it. Argo CD's Applications and AppProjects are read
+ * from the hub, keeping only the Applications whose destination is this cluster (by `server`, else by `name`,
+ * as Argo CD resolves a destination). Where the restart records live is the one difference between the two
+ * users of a hub:
+ * - hub mode (`--argocd-clusters`, ADR 0019): `id` is set; the records live in the hub, labelled with it;
+ * - the spoke option (`--argocd-kubeconfig`, ADR 0025): `id` is undefined; the records stay in the pipeline's
+ *   own cluster, unlabelled, exactly as without a hub (the controller runs there and owns nothing in the hub).
  */
 export interface HubScope {
-  readonly id: string;
+  readonly id: string | undefined;
+  /** Trailing slashes cut; `''` = none (only `name` matches). */
   readonly server: string;
+  /** `''` = none (only `server` matches). */
   readonly name: string;
 }
 
@@ -115,7 +123,8 @@ function recordWatch(namespace: string, cluster: string | undefined, { recordCac
     namespace,
     labelSelector: recordSelector(cluster),
     offWhenForbidden: true,
-    home: true,
+    // In hub mode the records live in the hub; with the spoke option (no cluster id) here, as without a hub.
+    home: cluster !== undefined,
     reduce: (raw) => reduceRecord(raw, cluster),
     keys: (previous, next) => {
       recordCache.changed(previous, next);
@@ -187,8 +196,8 @@ function namespaceWatches(settings: WatchSettings, namespace: string | undefined
  * AppProject's sync windows (issue 15 §8). Optional twice over: without the CRD the reflector sees an empty
  * collection, without the permission it turns itself off. AppProjects live in Argo CD's namespace only,
  * whatever namespace their Applications are in; only their syncWindows are kept. Same least privilege as
- * the Applications: list/watch there. In hub mode both are read from the hub, and only the Applications that
- * deploy to this pipeline's cluster are kept.
+ * the Applications: list/watch there. With a hub (hub mode, or the spoke option) both are read from the hub,
+ * and only the Applications that deploy to this pipeline's cluster are kept.
  */
 function argoCdWatches(settings: WatchSettings, { view }: WatchTargets, hub: HubScope | undefined): AnyWatch[] {
   const watches: AnyWatch[] = [];

@@ -73,6 +73,9 @@ describe('parseControllerConfig: defaults', () => {
       argocdNamespace: 'argocd',
       argocdClusters: false,
       clusterDownWarning: { ms: 15_000, text: '15s' },
+      argocdKubeconfig: undefined,
+      argocdDestinationServer: undefined,
+      argocdDestinationName: undefined,
       argocdSyncWait: { ms: 60_000, text: '60s' },
       argocdSyncWindows: true,
       logLevel: 'info',
@@ -313,6 +316,34 @@ describe('parseControllerConfig: errors name the flag or variable, the problem a
     rejects(['--argocd-namespace', 'Argo'], {}, '--argocd-namespace', 'is not a namespace name');
     rejects(['--argocd-sync-wait', '-1s'], {}, '--argocd-sync-wait', 'from 0 to 24h');
     rejects(['--argocd-sync-wait='], {}, '--argocd-sync-wait needs a value');
+  });
+
+  it('reads the spoke option: a hub kubeconfig only with this cluster\'s destination, never in hub mode', () => {
+    const byServer = parse(['--argocd-kubeconfig=/etc/hub/config', '--argocd-destination-server=https://10.0.0.1:6443//']);
+    assert.equal(byServer.argocdKubeconfig, '/etc/hub/config');
+    assert.equal(byServer.argocdDestinationServer, 'https://10.0.0.1:6443', 'trailing slashes cut, as Argo CD compares servers');
+    assert.equal(byServer.argocdDestinationName, undefined);
+    const byName = parse([], { DRIFTLESS_ARGOCD_KUBECONFIG: 'hub.yaml', DRIFTLESS_ARGOCD_DESTINATION_NAME: ' prod-eu ' });
+    assert.equal(byName.argocdDestinationName, 'prod-eu');
+    assert.equal(byName.provenance['argocd-kubeconfig'], 'DRIFTLESS_ARGOCD_KUBECONFIG');
+    const both = parse(['--argocd-kubeconfig=hub', '--argocd-destination-server=http://spoke', '--argocd-destination-name=spoke']);
+    assert.deepEqual([both.argocdDestinationServer, both.argocdDestinationName], ['http://spoke', 'spoke']);
+    rejects(['--argocd-kubeconfig=hub'], {}, '--argocd-kubeconfig (from flag --argocd-kubeconfig) needs --argocd-destination-server or --argocd-destination-name');
+    rejects(['--argocd-destination-server=https://spoke'], {}, '--argocd-destination-server', 'only used with --argocd-kubeconfig');
+    rejects([], { DRIFTLESS_ARGOCD_DESTINATION_NAME: 'spoke' }, '--argocd-destination-name (from DRIFTLESS_ARGOCD_DESTINATION_NAME)', 'only used with --argocd-kubeconfig');
+    rejects(['--argocd-clusters', '--argocd-kubeconfig=hub', '--argocd-destination-name=x'], {}, '--argocd-kubeconfig', '--argocd-clusters', 'exclude each other');
+    rejects(['--argocd-kubeconfig=hub', '--argocd-destination-server=spoke:6443'], {}, '--argocd-destination-server', 'http(s) URL');
+    rejects(['--argocd-kubeconfig=hub', '--argocd-destination-server=not a url'], {}, '--argocd-destination-server', 'not a URL');
+    rejects(['--argocd-kubeconfig=hub', '--argocd-destination-name=a\nb'], {}, '--argocd-destination-name', 'one non-empty line');
+  });
+
+  it('never quotes a destination server URL that holds credentials', () => {
+    assert.throws(() => parseControllerConfig(['--argocd-kubeconfig=hub', '--argocd-destination-server=https://admin:s3cret@spoke'], {}), (error: unknown) => {
+      assert.ok(error instanceof UsageError);
+      assert.match(error.message, /--argocd-destination-server: a URL with credentials/);
+      assert.ok(!error.message.includes('s3cret') && !error.message.includes('admin'), error.message);
+      return true;
+    });
   });
 
   it('checks namespace lists', () => {

@@ -61,14 +61,33 @@ test('in hub mode Argo CD\'s objects are read from the hub, and only the Applica
   assert.notEqual(single?.reduce(app({ server: 'https://other.example', namespace: 'a' }), undefined), undefined, 'and every Application kept, as before');
 });
 
+test('with the spoke option Argo CD\'s objects are read from the hub, the records stay in the pipeline\'s cluster, unlabelled', () => {
+  const spoke = { id: undefined, server: 'https://spoke.example', name: '' };
+  const table = watchTable(configOf(['--namespaces=a', '--argocd-sync-windows']), 'home', targets(), spoke);
+  assert.deepEqual(table.filter((w) => w.home === true).map((w) => w.resource.plural), ['applications', 'appprojects'], 'only Argo CD\'s objects from the hub');
+  const records = table[0];
+  assert.equal(records?.resource.plural, 'configmaps');
+  assert.equal(records.home, false, 'the records are this cluster\'s');
+  assert.equal(records.labelSelector, 'driftless.dev/record,!driftless.dev/record-cluster', 'selected as a single cluster\'s: a hub\'s records are never its to judge');
+  const apps = table.find((w) => w.resource.plural === 'applications');
+  const app = (destination: Record<string, string>) => ({ metadata: { name: 'shop', namespace: 'argocd', resourceVersion: '1' }, spec: { project: 'p', destination } });
+  assert.notEqual(apps?.reduce(app({ server: 'https://spoke.example//', namespace: 'a' }), undefined), undefined, 'by server');
+  assert.equal(apps?.reduce(app({ name: 'spoke', namespace: 'a' }), undefined), undefined, 'no name given: an Application naming a cluster does not count');
+  assert.equal(apps?.reduce(app({ namespace: 'a' }), undefined), undefined, 'nor one naming none');
+  const byName = watchTable(configOf(['--argocd-sync-windows']), 'home', targets(), { id: undefined, server: '', name: 'spoke' }).find((w) => w.resource.plural === 'applications');
+  assert.notEqual(byName?.reduce(app({ name: 'spoke', namespace: 'a' }), undefined), undefined, 'by name');
+  assert.equal(byName?.reduce(app({ server: 'https://spoke.example', namespace: 'a' }), undefined), undefined, 'no server given: an Application naming a server does not count');
+});
+
 test('the records first, then every namespace\'s watches in order; the optional ones only when a flag needs them', () => {
   const plain = watchTable(configOf(['--namespaces=a,b', '--argocd-sync-wait=0', '--argocd-sync-windows=false']), 'home', targets());
   assert.deepEqual(names(plain), ['configmaps in home', ...PER_NAMESPACE.map((p) => `${p} in a`), ...PER_NAMESPACE.map((p) => `${p} in b`)]);
   const records = plain[0];
   assert.equal(records?.labelSelector, 'driftless.dev/record,!driftless.dev/record-cluster', 'a hub\'s records are never a single cluster\'s to judge');
-  assert.equal(records.home, true, 'the records are read from the controller\'s own cluster');
+  assert.equal(records.home, false, 'without a hub the records are read from the one cluster');
   const hubRecords = watchTable(configOf(['--namespaces=a']), 'home', targets(), { id: 'c0ffee', server: 'https://spoke', name: 'spoke' })[0];
   assert.equal(hubRecords?.labelSelector, 'driftless.dev/record,driftless.dev/record-cluster=c0ffee', 'in hub mode only its own cluster\'s records');
+  assert.equal(hubRecords.home, true, 'in hub mode the records are read from the hub');
   assert.equal(records.offWhenForbidden, true);
   assert.equal(plain.find((w) => w.resource.plural === 'secrets')?.fieldSelector, HELM_RELEASE_FIELD_SELECTOR);
   assert.equal(plain.find((w) => w.resource.plural === 'configmaps' && w.namespace === 'a')?.fieldSelector, undefined);

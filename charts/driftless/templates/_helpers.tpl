@@ -34,7 +34,7 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end -}}
 {{- end -}}
 
-{{/* The controller's rules: the verb table of manifests/controller/README.md. */}}
+{{/* The controller's rules: the verb table of manifests/controller/README.md (without Argo CD's rows with argocdHub: they are read in the hub). */}}
 {{- define "driftless.rules" -}}
 - apiGroups: [""]
   resources: [configmaps, secrets, pods]
@@ -63,12 +63,14 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 - apiGroups: [secrets-store.csi.x-k8s.io]
   resources: [secretproviderclasspodstatuses]
   verbs: [list, watch]
+{{- if not .Values.argocdHub.enabled }}
 - apiGroups: [argoproj.io]
   resources: [applications]
   verbs: [list, watch]
 - apiGroups: [argoproj.io]
   resources: [appprojects]
   verbs: [list, watch]
+{{- end }}
 {{- end -}}
 
 {{/* Fails the render on combinations the schema cannot express. */}}
@@ -81,6 +83,12 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end -}}
 {{- if and .Values.hashKey.enabled .Values.hashKey.create (not .Values.hashKey.value) -}}
 {{- fail "hashKey.create needs hashKey.value (the chart never generates a key: see values.yaml)" -}}
+{{- end -}}
+{{- if and .Values.argocdClusters .Values.argocdHub.enabled -}}
+{{- fail "argocdClusters and argocdHub.enabled exclude each other: hub mode runs in Argo CD's cluster, the spoke option in another" -}}
+{{- end -}}
+{{- if and .Values.argocdHub.enabled (not (or .Values.argocdHub.destinationServer .Values.argocdHub.destinationName)) -}}
+{{- fail "argocdHub.enabled needs argocdHub.destinationServer or argocdHub.destinationName: this cluster as the hub's Argo CD names it" -}}
 {{- end -}}
 {{- if and .Values.argocdPlugin.enabled .Values.argocdPlugin.hashKey.create (not .Values.argocdPlugin.hashKey.value) -}}
 {{- fail "argocdPlugin.hashKey.create needs argocdPlugin.hashKey.value" -}}

@@ -61,9 +61,9 @@ export function kubeconfigCredentials(text: string): string[] {
  * kubeconfig's credentials, the hash key (as text, when it is text), and the
  * path and query of the notification URL (where the receiver's token sits).
  */
-export async function credentialsOfFiles(files: { readonly kubeconfig?: string; readonly hashKeyFile?: string; readonly notifyUrlFile?: string }): Promise<string[]> {
+export async function credentialsOfFiles(files: { readonly kubeconfig?: string; readonly argocdKubeconfig?: string | undefined; readonly hashKeyFile?: string; readonly notifyUrlFile?: string }): Promise<string[]> {
   const needles: string[] = [];
-  if (files.kubeconfig !== undefined) needles.push(...kubeconfigCredentials(await readFile(files.kubeconfig, 'utf8')));
+  for (const kubeconfig of [files.kubeconfig, files.argocdKubeconfig]) if (kubeconfig !== undefined) needles.push(...kubeconfigCredentials(await readFile(kubeconfig, 'utf8')));
   if (files.hashKeyFile !== undefined) needles.push((await readFile(files.hashKeyFile, 'utf8')).trim());
   if (files.notifyUrlFile !== undefined) {
     const text = (await readFile(files.notifyUrlFile, 'utf8')).trim();

@@ -87,6 +87,8 @@ export async function startControllerProcess(cluster: Cluster, options: Controll
   noteScratchDir(onHost(flagFile('write-back-work-dir')));
   const credentials = await credentialsOfFiles({
     kubeconfig: kubeconfigPath,
+    // The spoke option's second kubeconfig, the hub's (ADR 0025).
+    argocdKubeconfig: onHost(flagFile('argocd-kubeconfig')),
     hashKeyFile: onHost(flagFile('hash-key-file')),
     notifyUrlFile: onHost(flagFile('notify-webhook-url-file')),
   });
