@@ -88,7 +88,10 @@ export class ClusterRegistry {
     return next;
   }
 
-  async #change(server: string, wanted: Destination | undefined, graceful?: Graceful, why?: string): Promise<void> {
+  async #change(server: string, given: Destination | undefined, graceful?: Graceful, why?: string): Promise<void> {
+    // Ownership is asked again when the change runs: a Lease lost while this change waited behind another
+    // must not start a pipeline (its fence would already be gone).
+    const wanted = given !== undefined && (this.#deps.owns?.(given) ?? true) ? given : undefined;
     const entry = this.#entries.get(server);
     if (entry !== undefined && wanted !== undefined && this.#deps.same(entry.destination, wanted)) {
       entry.destination = wanted;
