@@ -7,7 +7,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.ts';
 import type { ControllerConfig } from '../config/model.ts';
-import { createKubeClient } from '../kube/client.ts';
+import { createKubeClient, type KubeClient } from '../kube/client.ts';
 import { unfenced, type Fence } from '../kube/fence.ts';
 import { LeaderElector } from '../leader.ts';
 import { userAgentOf } from './cluster-client.ts';
@@ -31,6 +31,35 @@ export interface Election {
   close(): Promise<void>;
 }
 
+/** Where this replica's Leases live and how they are timed: the flags of the leader election. */
+export interface LeaseTiming {
+  readonly namespace: string;
+  readonly identity: string;
+  readonly leaseDurationMs: number;
+  readonly renewDeadlineMs: number;
+  readonly retryPeriodMs: number;
+}
+
+/**
+ * What every Lease of this replica is campaigned with (the one leader's, or in hub mode each cluster's): a client
+ * of its own, outside --kube-qps, so that a renewal never queues behind a relist; the timing; and the deadline of
+ * a fenced write, over before another replica can take the Lease.
+ */
+export function leaseBasics(kubeConfig: KubeConfig, config: ElectionSettings, deps: { readonly identity: string; readonly defaultLeaseNamespace: string }): { readonly client: KubeClient; readonly timing: LeaseTiming; readonly writeTimeoutMs: number } {
+  const requestTimeoutMs = config.kubeRequestTimeout.ms;
+  return {
+    client: createKubeClient(kubeConfig, { take: () => Promise.resolve() }, undefined, { requestTimeoutMs, userAgent: userAgentOf(deps.identity) }),
+    timing: {
+      namespace: config.leaderElectionNamespace ?? deps.defaultLeaseNamespace,
+      identity: deps.identity,
+      leaseDurationMs: config.leaseDuration.ms,
+      renewDeadlineMs: config.renewDeadline.ms,
+      retryPeriodMs: config.retryPeriod.ms,
+    },
+    writeTimeoutMs: Math.min(requestTimeoutMs, config.leaseDuration.ms - config.renewDeadline.ms),
+  };
+}
+
 /** Creates the election (not started) when `--leader-elect` is on. */
 export function createElection(kubeConfig: KubeConfig, config: ElectionSettings, deps: {
   readonly clock: Clock;
@@ -50,20 +79,13 @@ export function createElection(kubeConfig: KubeConfig, config: ElectionSettings,
       close: async () => undefined,
     };
   }
-  // The Lease has a client of its own, outside --kube-qps: a renewal must never queue behind a relist.
-  const client = createKubeClient(kubeConfig, { take: () => Promise.resolve() }, undefined, { requestTimeoutMs, userAgent: userAgentOf(deps.identity) });
-  const elector = new LeaderElector(client, {
-    namespace: config.leaderElectionNamespace ?? deps.defaultLeaseNamespace,
-    name: config.leaderElectionId,
-    identity: deps.identity,
-    leaseDurationMs: config.leaseDuration.ms,
-    renewDeadlineMs: config.renewDeadline.ms,
-    retryPeriodMs: config.retryPeriod.ms,
-  }, deps.clock, deps.log);
+  const lease = leaseBasics(kubeConfig, config, deps);
+  const { client } = lease;
+  const elector = new LeaderElector(client, { ...lease.timing, name: config.leaderElectionId }, deps.clock, deps.log);
   return {
     // Every write is fenced by the election (ADR 0008), and over before a standby can take the Lease.
     fence: elector,
-    writeTimeoutMs: Math.min(requestTimeoutMs, config.leaseDuration.ms - config.renewDeadline.ms),
+    writeTimeoutMs: lease.writeTimeoutMs,
     isLeader: () => elector.isLeader,
     lead: (onLost) => new Promise<void>((resolve) => {
       elector.start({ onStartedLeading: resolve, onStoppedLeading: onLost });

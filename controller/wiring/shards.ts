@@ -9,9 +9,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.ts';
 import { ShardCoordinator } from '../hub/shards.ts';
-import { createKubeClient } from '../kube/client.ts';
-import type { ElectionSettings } from './election.ts';
-import { userAgentOf } from './cluster-client.ts';
+import { leaseBasics, type ElectionSettings } from './election.ts';
 
 /** The coordinator, the deadline of a write its fences allow, and its client to close last. */
 export interface Shards {
@@ -28,19 +26,11 @@ export function createShards(kubeConfig: KubeConfig, config: ElectionSettings, d
   readonly identity: string;
   readonly defaultLeaseNamespace: string;
 }): Shards {
-  const requestTimeoutMs = config.kubeRequestTimeout.ms;
-  const client = createKubeClient(kubeConfig, { take: () => Promise.resolve() }, undefined, { requestTimeoutMs, userAgent: userAgentOf(deps.identity) });
-  const coordinator = new ShardCoordinator(client, {
-    namespace: config.leaderElectionNamespace ?? deps.defaultLeaseNamespace,
-    id: config.leaderElectionId,
-    identity: deps.identity,
-    leaseDurationMs: config.leaseDuration.ms,
-    renewDeadlineMs: config.renewDeadline.ms,
-    retryPeriodMs: config.retryPeriod.ms,
-  }, deps.clock, deps.log);
+  const lease = leaseBasics(kubeConfig, config, deps);
+  const coordinator = new ShardCoordinator(lease.client, { ...lease.timing, id: config.leaderElectionId }, deps.clock, deps.log);
   return {
     coordinator,
-    writeTimeoutMs: Math.min(requestTimeoutMs, config.leaseDuration.ms - config.renewDeadline.ms),
-    close: () => client.close(),
+    writeTimeoutMs: lease.writeTimeoutMs,
+    close: () => lease.client.close(),
   };
 }
