@@ -89,7 +89,7 @@ export function startController(config: ControllerConfig, deps: ControllerDeps):
   const election = createElection(kubeConfig, { ...config, leaderElect: config.leaderElect && shards === undefined }, electionDeps);
   // The client of the cluster the controller runs in: its pipeline's, or in hub mode the hub's.
   const client = connectCluster(kubeConfig, config, { clock, apiRequests: metrics.controller.apiRequests, userAgent: userAgentOf(identity) });
-  const recorder = createEventRecorder({ client, log, now: () => clock.now(), instance: identity, repeatMs: 10 * 60_000, seriesUpdateMs: config.eventSeriesInterval.ms });
+  const recorder = createEventRecorder({ client, log, now: () => clock.now(), instance: identity, repeatMs: 10 * 60_000, seriesUpdateMs: config.eventSeriesInterval.ms, fence: election.fence });
   // Restart Events also go to the webhook, when one is configured; the reconciler only sees a recorder.
   const notifications = setUpNotifications(recorder, config, { clock, log, urlFromFile: deps.notifyWebhookUrl });
   // Argo CD's repository Secrets are where Argo CD runs: with the spoke option, in the hub.

@@ -13,6 +13,7 @@ import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import { formatTime } from './bookkeeping.ts';
 import type { KubeClient } from './kube/client.ts';
+import type { Fence } from './kube/fence.ts';
 import type { WatchedConfigKind, WorkloadSummary } from './model.ts';
 
 /** Reasons, CamelCase as Kubernetes writes them. */
@@ -112,15 +113,22 @@ export interface EventRecorderDeps {
   /** The rising count is written at most this often (default a minute). */
   readonly seriesUpdateMs?: number;
   readonly dryRun?: boolean;
+  /**
+   * Checked right before each Event is sent, as every other write is: an Event that waited for the client's
+   * rate limit past a lost or handed-over Lease is not written.
+   */
+  readonly fence?: Fence;
 }
 
 /** Creates a recorder that writes core/v1 Events as component `driftless`. */
 export function createEventRecorder(deps: EventRecorderDeps): EventRecorder {
   const series = new Map<string, Series>();
   const seriesUpdateMs = deps.seriesUpdateMs ?? 60_000;
+  const fenced = deps.fence === undefined ? {} : { fence: deps.fence };
 
   async function create(workload: WorkloadSummary, event: WorkloadEvent, message: string, entry: Series, time: string): Promise<void> {
     await deps.client.request('POST', `/api/v1/namespaces/${workload.namespace}/events`, {
+      ...fenced,
       body: {
         apiVersion: 'v1',
         kind: 'Event',
@@ -164,6 +172,7 @@ export function createEventRecorder(deps: EventRecorderDeps): EventRecorder {
       const count = entry.count;
       try {
         await deps.client.request('PATCH', `/api/v1/namespaces/${workload.namespace}/events/${entry.name}`, {
+          ...fenced,
           body: { count, lastTimestamp: time },
           contentType: 'application/merge-patch+json',
         });

@@ -100,7 +100,7 @@ export function startClusterPipeline(destination: Destination, shared: SharedPar
   const client = connectCluster(kubeConfig, config, { clock, apiRequests: metrics.controller.apiRequests, userAgent: userAgentOf(shared.identity) });
   const fence = clusterFence(shared.fence, destination.name);
   // The cluster's Events go to the cluster, beside the workload they are about; none once it stopped.
-  const recorder = shared.notify(createEventRecorder({ client, log, now: () => clock.now(), instance: shared.identity || hostname(), repeatMs: 10 * 60_000, seriesUpdateMs: config.eventSeriesInterval.ms }));
+  const recorder = shared.notify(createEventRecorder({ client, log, now: () => clock.now(), instance: shared.identity || hostname(), repeatMs: 10 * 60_000, seriesUpdateMs: config.eventSeriesInterval.ms, fence }));
   const events: EventRecorder = { record: (workload, event) => (fence.signal.aborted ? Promise.resolve() : recorder.record(workload, event)) };
   const pipeline = createClusterPipeline(config, {
     client,
