@@ -54,7 +54,7 @@ test('npm run demo -- --exit narrates the whole loop and stops everything', { ti
     /Application api registered: the same plugin, destination\.name edge/,
     /Application web Synced\/Healthy at [0-9a-f]{7}; Deployment web's pod template has driftless\.dev\/config-hash: v1:/,
     /Application checkout Synced\/Healthy at [0-9a-f]{7}; Rollout checkout's pod template has driftless\.dev\/config-hash: v1:/,
-    /Application api Synced\/Healthy at [0-9a-f]{7}: Argo CD deployed Deployment api into edge; its pod template has driftless\.dev\/config-hash: v1:/,
+    /Application api Synced\/Healthy at [0-9a-f]{7}: Argo CD deployed Deployment api into edge, as system:serviceaccount:kube-system:argocd-manager/,
     /== 1\. ConfigMap web-settings changed in Git/,
     /Argo CD compared [0-9a-f]{7}: OutOfSync/,
     /rolling update: ReplicaSet web-\S+ → web-\S+, 2\/2 new pods ready/,
