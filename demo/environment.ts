@@ -65,9 +65,8 @@ async function createNamespace(cluster: Cluster, name: string): Promise<void> {
 }
 
 /**
- * Starts the second cluster and registers it in Argo CD as `argocd cluster add` does: the
- * `argocd-manager` ServiceAccount there, its token and the cluster's CA in a cluster Secret in
- * Argo CD's namespace. Both the demo's Application and the controller find the cluster by that Secret.
+ * Starts the second cluster with an audit log (the hub scene shows who evicted there) and the demo's
+ * namespace. `registerSpoke` then registers it once Argo CD's namespace exists.
  */
 async function startSpoke(teardown: Teardown, namespace: string): Promise<Cluster> {
   // Tracked before Argo CD, so that Argo CD (which watches it) stops first.
@@ -95,6 +94,8 @@ export async function startEnvironment(narrator: Narrator, teardown: Teardown, n
   if (argocdResult.status === 'rejected') throw argocdResult.reason;
   const argocd = argocdResult.value;
   narrator.say('Argo CD v3.6.1 ready: application controller, repo server, and the driftless sidecar (argocd-cmp-server with manifests/plugin/plugin.yaml)');
+  // As `argocd cluster add` does: the `argocd-manager` ServiceAccount in the second cluster, its token and the
+  // cluster's CA in a cluster Secret in Argo CD's namespace. Argo CD and the controller both find the cluster by it.
   const spoke = await registerSpoke(cluster, spokeResult.value, { name: spokeName });
   narrator.say(
     `second cluster ${spokeName} ready (kube-apiserver ${spoke.server}, started beside Argo CD) and registered as \`argocd cluster add\` does: ` +
