@@ -5,7 +5,9 @@
  * the cluster the way cert-manager would, so it is the out-of-band config the
  * controller looks after. Beside it, in the same repository, a canary Rollout
  * with its own TLS Secret that the controller restarts through Git (the `git`
- * strategy, ADR 0016): the write-back scene.
+ * strategy, ADR 0016): the write-back scene. And a small `api` Deployment
+ * with its own TLS Secret, which an Application with `destination.name: edge`
+ * deploys into the second cluster: the hub scene.
  */
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';

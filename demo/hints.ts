@@ -1,6 +1,7 @@
 /**
  * What the demo prints once the narration is over and everything keeps
- * running: where the kubeconfig is, and a few commands to look around with.
+ * running: where the kubeconfigs of both clusters are, and a few commands to
+ * look around with.
  */
 import { join } from 'node:path';
 import { argoCdNamespace } from '../test/cluster/argocd.ts';
@@ -33,7 +34,6 @@ export function hints(env: DemoEnvironment, binaries: DemoBinaries, app: DemoApp
     `  kubectl -n ${argoCdNamespace} annotate application ${applicationName} argocd.argoproj.io/refresh=normal --overwrite`,
     `  kubectl -n ${argoCdNamespace} patch application ${applicationName} --type=merge -p '{"operation":{"initiatedBy":{"username":"you"},"sync":{}}}'`,
     `  logs of every component: ${join(env.cluster.stateDir, 'logs')}`,
-    '',
     `  logs of the second cluster: ${join(env.spoke.cluster.stateDir, 'logs')} (its audit log: the evictions as ${env.spoke.user})`,
     '',
     'Press Ctrl-C to stop everything (both clusters, Argo CD, the controller; their temp dirs are removed).',
