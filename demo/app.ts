@@ -5,11 +5,13 @@
  * the cluster the way cert-manager would, so it is the out-of-band config the
  * controller looks after. Beside it, in the same repository, a canary Rollout
  * with its own TLS Secret that the controller restarts through Git (the `git`
- * strategy, ADR 0016): the write-back scene.
+ * strategy, ADR 0016): the write-back scene. And a small `api` Deployment
+ * with its own TLS Secret, which an Application with `destination.name: edge`
+ * deploys into the second cluster: the hub scene.
  */
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import type { KubeObject } from '../test/cluster/api.ts';
+import type { ApiClient, KubeObject } from '../test/cluster/api.ts';
 import { applicationStatus, pluginName, type ArgoCD } from '../test/cluster/argocd.ts';
 import { filesOf, type GitRepo } from '../test/cluster/git-repo.ts';
 import { HASH_ANNOTATION } from '../core/index.ts';
@@ -30,6 +32,11 @@ export const canaryAppName = 'checkout';
 export const canaryWorkloadName = 'checkout';
 export const canarySecretName = 'checkout-tls';
 
+/** The second cluster's app: its Application, Deployment and (out-of-band) TLS Secret. */
+export const spokeAppName = 'api';
+export const spokeWorkloadName = 'api';
+export const spokeSecretName = 'api-tls';
+
 /** The Application as committed and synced. */
 export interface DemoApp {
   readonly name: string;
@@ -40,6 +47,8 @@ export interface DemoApp {
   readonly revision: string;
   /** The canary app, in the same repository, synced automatically (the write-back scene). */
   readonly canary: { readonly name: string; readonly path: string };
+  /** The second cluster's app, in the same repository, synced once at the start (the hub scene). */
+  readonly spoke: { readonly name: string; readonly path: string };
 }
 
 /** The demo could not show what it set out to show: a step's expectation did not hold. */
@@ -66,9 +75,9 @@ export function templateHash(workload: KubeObject): string | undefined {
   return template?.metadata?.annotations?.[HASH_ANNOTATION];
 }
 
-/** The path of the demo's Deployment. */
-export function deploymentPath(namespace: string): string {
-  return `/apis/apps/v1/namespaces/${namespace}/deployments/${workloadName}`;
+/** The path of the demo's Deployment (or of `name`). */
+export function deploymentPath(namespace: string, name: string = workloadName): string {
+  return `/apis/apps/v1/namespaces/${namespace}/deployments/${name}`;
 }
 
 /** The path of the canary app's Rollout. */
@@ -99,9 +108,9 @@ function fakeTls(): Record<string, string> {
   return { 'tls.crt': pem('CERTIFICATE'), 'tls.key': pem('PRIVATE KEY') };
 }
 
-/** Creates a TLS Secret as cert-manager would: its annotation says which Certificate wrote it. */
-export async function createCertManagerSecret(env: DemoEnvironment, name: string = secretName): Promise<void> {
-  await env.cluster.admin.request('POST', `/api/v1/namespaces/${env.namespace}/secrets`, {
+/** Creates a TLS Secret as cert-manager would: its annotation says which Certificate wrote it. `api`: the cluster (default the first). */
+export async function createCertManagerSecret(env: DemoEnvironment, name: string = secretName, api: ApiClient = env.cluster.admin): Promise<void> {
+  await api.request('POST', `/api/v1/namespaces/${env.namespace}/secrets`, {
     apiVersion: 'v1',
     kind: 'Secret',
     type: 'kubernetes.io/tls',
@@ -110,9 +119,9 @@ export async function createCertManagerSecret(env: DemoEnvironment, name: string
   });
 }
 
-/** Replaces a certificate in place, as cert-manager does on renewal. */
-export async function renewCertificate(env: DemoEnvironment, name: string = secretName): Promise<void> {
-  await env.cluster.admin.request('PATCH', `/api/v1/namespaces/${env.namespace}/secrets/${name}`, { stringData: fakeTls() }, {
+/** Replaces a certificate in place, as cert-manager does on renewal. `api`: the cluster (default the first). */
+export async function renewCertificate(env: DemoEnvironment, name: string = secretName, api: ApiClient = env.cluster.admin): Promise<void> {
+  await api.request('PATCH', `/api/v1/namespaces/${env.namespace}/secrets/${name}`, { stringData: fakeTls() }, {
     contentType: 'application/merge-patch+json',
   });
 }
@@ -175,7 +184,47 @@ data:
   return { [`${path}/rollout.yaml`]: rollout, [`${path}/configmap.yaml`]: configMap };
 }
 
-/** The Application spec: the plugin renders it; the destination is the demo's namespace. */
+/**
+ * The second cluster's app: one Deployment mounting its TLS Secret (not in Git), opted in by
+ * Reloader's `secret.reloader.stakater.com/reload`. Two replicas and a 1 s termination grace, so the
+ * scene shows the evictions without the example's default 30 s per replaced pod.
+ */
+function spokeFiles(path: string): Record<string, string> {
+  const deployment = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: ${spokeWorkloadName}
+  labels:
+    app.kubernetes.io/name: ${spokeWorkloadName}
+  annotations:
+    secret.reloader.stakater.com/reload: ${spokeSecretName}
+spec:
+  replicas: 2
+  selector:
+    matchLabels:
+      app.kubernetes.io/name: ${spokeWorkloadName}
+  template:
+    metadata:
+      labels:
+        app.kubernetes.io/name: ${spokeWorkloadName}
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers:
+        - name: ${spokeWorkloadName}
+          image: nginxinc/nginx-unprivileged:1.29-alpine
+          volumeMounts:
+            - name: tls
+              mountPath: /etc/${spokeWorkloadName}/tls
+              readOnly: true
+      volumes:
+        - name: tls
+          secret:
+            secretName: ${spokeSecretName}
+`;
+  return { [`${path}/deployment.yaml`]: deployment };
+}
+
+/** The Application spec: the plugin renders it; the destination is the demo's namespace in Argo CD's own cluster. */
 function applicationSpec(repo: GitRepo, path: string, namespace: string): Record<string, unknown> {
   return {
     source: { repoURL: repo.url, targetRevision: repo.branch, path, plugin: { name: pluginName } },
@@ -188,27 +237,34 @@ function applicationSpec(repo: GitRepo, path: string, namespace: string): Record
  * canary app only matters from the write-back scene on) and waits for both to be Synced/Healthy.
  */
 export async function deployApplication(env: DemoEnvironment, narrator: Narrator, name: string): Promise<DemoApp> {
-  const { argocd, namespace } = env;
+  const { argocd, namespace, spoke } = env;
   await createCertManagerSecret(env);
   await createCertManagerSecret(env, canarySecretName);
-  narrator.say(`Secrets ${secretName} and ${canarySecretName} created in namespace ${namespace} out of band, as cert-manager would (not in Git; values never shown)`);
+  await createCertManagerSecret(env, spokeSecretName, spoke.cluster.admin);
+  narrator.say(`Secrets ${secretName} and ${canarySecretName} created in namespace ${namespace} out of band, as cert-manager would (not in Git; values never shown); ${spokeSecretName} likewise in ${spoke.name}`);
   const path = `apps/${exampleName}`;
   const canaryPath = `apps/${canaryAppName}`;
+  const spokePath = `apps/${spokeAppName}`;
   const repo = await argocd.createRepo('demo');
-  const revision = await repo.commit({ ...(await exampleFiles(path)), ...canaryFiles(canaryPath) }, `add the ${exampleName} example and the ${canaryAppName} canary`);
+  const files = { ...(await exampleFiles(path)), ...canaryFiles(canaryPath), ...spokeFiles(spokePath) };
+  const revision = await repo.commit(files, `add the ${exampleName} example, the ${canaryAppName} canary and the ${spokeAppName} app`);
   narrator.say(`Git repository ${repo.url}: examples/${exampleName} committed at ${path} (commit ${shortSha(revision)}; without secret.yaml; Deployment ${workloadName} annotated reloader.stakater.com/auto)`);
-  narrator.say(`…and at ${canaryPath}, Rollout ${canaryWorkloadName} (canary: 50 %, then paused until promoted) mounting Secret ${canarySecretName}, annotated driftless.dev/restart-strategy: git`);
+  narrator.say(`…at ${canaryPath}, Rollout ${canaryWorkloadName} (canary: 50 %, then paused until promoted) mounting Secret ${canarySecretName}, annotated driftless.dev/restart-strategy: git`);
+  narrator.say(`…and at ${spokePath}, Deployment ${spokeWorkloadName} (2 replicas, 1 s termination grace) mounting Secret ${spokeSecretName}, annotated secret.reloader.stakater.com/reload`);
   await argocd.createApplication(name, applicationSpec(repo, path, namespace));
   narrator.say(`Application ${name} registered: source.plugin.name ${pluginName}, destination namespace ${namespace}; sync started`);
   await argocd.createApplication(canaryAppName, { ...applicationSpec(repo, canaryPath, namespace), syncPolicy: { automated: { prune: true, selfHeal: false } } });
   narrator.say(`Application ${canaryAppName} registered: the same plugin, automated sync`);
-  await argocd.sync(name, { revision });
-  await Promise.all([waitSynced(argocd, name, revision), waitSynced(argocd, canaryAppName, revision)]);
+  await argocd.createApplication(spokeAppName, { ...applicationSpec(repo, spokePath, namespace), destination: { name: spoke.name, namespace } });
+  narrator.say(`Application ${spokeAppName} registered: the same plugin, destination.name ${spoke.name} (the cluster Secret's name), namespace ${namespace}; sync started`);
+  await Promise.all([argocd.sync(name, { revision }), argocd.sync(spokeAppName, { revision })]);
+  await Promise.all([waitSynced(argocd, name, revision), waitSynced(argocd, canaryAppName, revision), waitSynced(argocd, spokeAppName, revision)]);
   const deployment = await env.cluster.admin.request('GET', deploymentPath(namespace));
   narrator.say(`Application ${name} Synced/Healthy at ${shortSha(revision)}; Deployment ${workloadName}'s pod template has ${HASH_ANNOTATION}: ${shortHash(templateHash(deployment))}`);
   const rollout = await env.cluster.admin.request('GET', rolloutPath(namespace));
   narrator.say(`Application ${canaryAppName} Synced/Healthy at ${shortSha(revision)}; Rollout ${canaryWorkloadName}'s pod template has ${HASH_ANNOTATION}: ${shortHash(templateHash(rollout))}`);
-  return { name, repo, path, revision, canary: { name: canaryAppName, path: canaryPath } };
+  narrator.say(`Application ${spokeAppName} Synced/Healthy at ${shortSha(revision)}: Argo CD deployed Deployment ${spokeWorkloadName} into ${spoke.name}, as ${spoke.user}`);
+  return { name, repo, path, revision, canary: { name: canaryAppName, path: canaryPath }, spoke: { name: spokeAppName, path: spokePath } };
 }
 
 /** Waits for Synced/Healthy at `revision` with the demo's deadline (a loaded machine renders slowly). */

@@ -2,10 +2,15 @@
  * `npm run demo`: the whole Driftless loop on the embedded cluster, narrated.
  *
  * Starts the local test cluster, the real Argo CD with the Driftless plugin
- * sidecar and the real `driftless controller`; deploys examples/directory from
- * a local Git repository through the plugin; then shows a ConfigMap change in
- * Git rolling the Deployment, an out-of-band Secret rotation restarting its
- * pods by eviction while the app stays Synced, a TLS Secret rotation that the
+ * sidecar, a second cluster (beside Argo CD) registered in Argo CD by a
+ * cluster Secret as `argocd cluster add` does, and the real
+ * `driftless controller` in hub mode (`--argocd-clusters`, in the first
+ * cluster); deploys examples/directory from a local Git repository through
+ * the plugin; then shows a ConfigMap change in Git rolling the Deployment, an
+ * out-of-band Secret rotation restarting its pods by eviction while the app
+ * stays Synced, the same example deployed by Argo CD into the second cluster
+ * and its Secret rotated there, restarted by the controller from the first
+ * cluster (nothing of Driftless runs in the second), a TLS Secret rotation that the
  * controller commits to Git for a canary Rollout (the `git` strategy: Argo CD
  * syncs the commit, the Rollout goes through its canary step), and
  * `driftless explain`. Then
@@ -20,6 +25,7 @@ import { deployApplication, type DemoApp } from './app.ts';
 import { ensureDemoBinaries, startEnvironment, type DemoEnvironment } from './environment.ts';
 import { createNarrator } from './narrator.ts';
 import { changeConfigMapInGit, explainWorkload, rotateSecretOutOfBand, rotateSecretThroughGit } from './scenes.ts';
+import { rotateSecretInSpoke } from './second-cluster.ts';
 import { createTeardown } from './teardown.ts';
 import { hints } from './hints.ts';
 
@@ -29,7 +35,7 @@ const narrator = createNarrator((text) => process.stdout.write(text));
 const applicationName = 'web';
 const namespace = 'demo';
 
-narrator.raw('Driftless demo: the plugin and the controller under the real Argo CD v3.6.1, on a local cluster.\n');
+narrator.raw('Driftless demo: the plugin and the controller under the real Argo CD v3.6.1, on two local clusters.\n');
 narrator.say('checking the binaries (a first run builds the cluster and Argo CD from Go modules: about 35-50 minutes on 2 cores; seconds when cached)');
 const binaries = await ensureDemoBinaries();
 narrator.say('binaries ready');
@@ -61,6 +67,7 @@ try {
   app = await deployApplication(environment, narrator, applicationName);
   app = await changeConfigMapInGit(environment, narrator, app);
   await rotateSecretOutOfBand(environment, narrator, app);
+  await rotateSecretInSpoke(environment, narrator, app);
   await rotateSecretThroughGit(environment, narrator, app);
   await explainWorkload(environment, narrator, app, binaries);
   narrator.section('done');

@@ -1,12 +1,13 @@
 /**
- * The four things the demo shows, each narrated with timings and each
- * checked: a demo that claims "the app stayed Synced" must have seen it.
+ * Four of the five things the demo shows (the third, the second cluster, is in
+ * second-cluster.ts), each narrated with timings and each checked: a demo that
+ * claims "the app stayed Synced" must have seen it.
  *
  * 1. A ConfigMap changed in Git: Argo CD sees the new hash, the sync rolls the Deployment.
  * 2. A Secret rotated out of band: the controller evicts the pods; no new ReplicaSet, the app stays Synced.
- * 3. A TLS Secret rotated out of band for a canary Rollout with the `git` strategy: the controller
+ * 4. A TLS Secret rotated out of band for a canary Rollout with the `git` strategy: the controller
  *    commits the keyed digest, Argo CD syncs the commit, the Rollout goes through its canary step.
- * 4. `driftless explain`, the plugin's view of the commit and the controller's view of the cluster.
+ * 5. `driftless explain`, the plugin's view of the commit and the controller's view of the cluster.
  */
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -37,16 +38,24 @@ import type { Narrator } from './narrator.ts';
 
 const bin = join(import.meta.dirname, '..', 'bin', 'driftless.js');
 /** Deadline of the waits on a rollout or a restart: generous, the machine may be loaded. */
-const rolloutTimeoutMs = 180_000;
+export const rolloutTimeoutMs = 180_000;
 
-function names(objects: readonly KubeObject[]): string[] {
+/** The sorted names of `objects`. */
+export function names(objects: readonly KubeObject[]): string[] {
   return objects.map((object) => object.metadata?.name ?? '').sort();
 }
 
-/** Waits until exactly `replicas` pods run, all Ready, none terminating, and `accept` holds for them. */
-function waitForPods(client: ApiClient, namespace: string, replicas: number, description: string, accept: (pods: readonly KubeObject[]) => boolean): Promise<KubeObject[]> {
+/** Waits until exactly `replicas` pods of the demo's Deployment (or of `workload`) run, all Ready, none terminating, and `accept` holds for them. */
+export function waitForPods(
+  client: ApiClient,
+  namespace: string,
+  replicas: number,
+  description: string,
+  accept: (pods: readonly KubeObject[]) => boolean,
+  workload: string = workloadName,
+): Promise<KubeObject[]> {
   return waitFor(description, async () => {
-    const selector = encodeURIComponent(`app.kubernetes.io/name=${workloadName}`);
+    const selector = encodeURIComponent(`app.kubernetes.io/name=${workload}`);
     const all = (await client.request<KubeList>('GET', `/api/v1/namespaces/${namespace}/pods?labelSelector=${selector}`)).items;
     const ready = all.filter(podIsReady);
     return all.length === replicas && ready.length === replicas && accept(ready) ? ready : undefined;
@@ -105,7 +114,7 @@ export async function changeConfigMapInGit(env: DemoEnvironment, narrator: Narra
 }
 
 /** How often, and in which states, Argo CD reported the app while something happened. */
-interface Observations {
+export interface Observations {
   readonly polls: number;
   readonly synced: number;
   /** `sync/health` → count. */
@@ -113,7 +122,7 @@ interface Observations {
 }
 
 /** Polls the Application every `intervalMs` until `stop`, counting the states seen. */
-function observeApplication(argocd: ArgoCD, name: string, intervalMs = 250): { stop(): Promise<Observations> } {
+export function observeApplication(argocd: ArgoCD, name: string, intervalMs = 250): { stop(): Promise<Observations> } {
   const states = new Map<string, number>();
   let polls = 0;
   let synced = 0;
@@ -238,9 +247,9 @@ function pods(count: number): string {
   return `${count} pod${count === 1 ? '' : 's'}`;
 }
 
-/** Step 3. */
+/** Step 4. */
 export async function rotateSecretThroughGit(env: DemoEnvironment, narrator: Narrator, app: DemoApp): Promise<void> {
-  narrator.section(`3. Secret ${canarySecretName} (kubernetes.io/tls) rotated out of band for a canary Rollout with the git strategy → a commit → Argo CD syncs → the canary step`);
+  narrator.section(`4. Secret ${canarySecretName} (kubernetes.io/tls) rotated out of band for a canary Rollout with the git strategy → a commit → Argo CD syncs → the canary step`);
   const { argocd, controller, namespace } = env;
   const api = env.cluster.admin;
   const { name } = app.canary;
@@ -330,9 +339,9 @@ async function driftless(args: readonly string[], cwd: string, env: NodeJS.Proce
   return stderr.trim() === '' ? stdout : `${stdout}\n(stderr)\n${stderr}`;
 }
 
-/** Step 4. */
+/** Step 5. */
 export async function explainWorkload(env: DemoEnvironment, narrator: Narrator, app: DemoApp, binaries: DemoBinaries): Promise<void> {
-  narrator.section(`4. driftless explain: why Deployment ${workloadName} has its hash, and what the controller does for it`);
+  narrator.section(`5. driftless explain: why Deployment ${workloadName} has its hash, and what the controller does for it`);
   const { KUBECONFIG: _kubeconfig, ...rest } = process.env;
   const base = { ...rest, PATH: `${binaries.tools.binDir}:${process.env['PATH'] ?? '/usr/bin:/bin'}` };
   narrator.say(`$ driftless explain --path ${app.path} --namespace ${env.namespace}    # the plugin, on commit ${shortSha(app.revision)}, with the sidecar's key`);

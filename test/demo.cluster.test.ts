@@ -1,6 +1,7 @@
 /**
- * `npm run demo -- --exit` end to end: the real cluster, Argo CD and
- * controller, as a user runs it. The narration must reach every step, the run
+ * `npm run demo -- --exit` end to end: the real clusters (the first, with
+ * Argo CD and the controller in hub mode, and the second, registered by a
+ * cluster Secret), as a user runs it. The narration must reach every step, the run
  * must exit 0 having stopped everything (its temp dir gone), and no Secret
  * value may appear in anything it printed. The write-back scene is checked
  * across its lines: the commit announced is the one shown and the one Argo CD
@@ -11,6 +12,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { access } from 'node:fs/promises';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { test } from 'node:test';
 
@@ -47,9 +49,12 @@ test('npm run demo -- --exit narrates the whole loop and stops everything', { ti
   const steps = [
     /cluster ready/,
     /Argo CD v3\.6\.1 ready/,
-    /driftless controller ready/,
+    /second cluster edge ready \(kube-apiserver https:\/\/127\.0\.0\.1:\d+, started beside Argo CD\) and registered as `argocd cluster add` does: ServiceAccount kube-system\/argocd-manager/,
+    /driftless controller ready in in-cluster .*hub mode: --argocd-clusters .*one pipeline each for in-cluster and edge, namespace demo/,
+    /Application api registered: the same plugin, destination\.name edge/,
     /Application web Synced\/Healthy at [0-9a-f]{7}; Deployment web's pod template has driftless\.dev\/config-hash: v1:/,
     /Application checkout Synced\/Healthy at [0-9a-f]{7}; Rollout checkout's pod template has driftless\.dev\/config-hash: v1:/,
+    /Application api Synced\/Healthy at [0-9a-f]{7}: Argo CD deployed Deployment api into edge, as system:serviceaccount:kube-system:argocd-manager/,
     /== 1\. ConfigMap web-settings changed in Git/,
     /Argo CD compared [0-9a-f]{7}: OutOfSync/,
     /rolling update: ReplicaSet web-\S+ → web-\S+, 2\/2 new pods ready/,
@@ -59,7 +64,15 @@ test('npm run demo -- --exit narrates the whole loop and stops everything', { ti
     /no new ReplicaSet/,
     /during the restart: Synced at (\d+) of \1 polls/,
     /hard refresh .*: still Synced/,
-    /== 3\. Secret checkout-tls \(kubernetes\.io\/tls\) rotated out of band for a canary Rollout with the git strategy/,
+    /== 3\. Secret api-tls rotated in the second cluster edge → the controller in in-cluster restarts the pods there by eviction/,
+    /controller, its edge pipeline: Secret api-tls is out of band for Deployment api in edge/,
+    /Secret api-tls rotated in edge/,
+    /controller Event RestartStarted, in edge: Secret api-tls changed/,
+    /pods in edge restarted by eviction from in-cluster \(2 evictions by the controller's edge pipeline; edge's audit log has 2, as system:serviceaccount:kube-system:argocd-manager, the cluster Secret's identity\): api-\S+, api-\S+ → api-\S+, api-\S+, 2\/2 ready/,
+    /controller Event RestartFinished, in edge: every pod created before/,
+    /Application api \(destination edge\) during the restart: Synced at (\d+) of \1 polls/,
+    /nothing of Driftless or Argo CD runs in edge, only its workloads: 2 pods and 1 Deployment in all of edge's namespaces, all api's/,
+    /== 4\. Secret checkout-tls \(kubernetes\.io\/tls\) rotated out of band for a canary Rollout with the git strategy/,
     /controller Event RestartStarted: Secret checkout-tls changed: .* goes through Git/,
     /controller Event WriteBackCommitted: .*committed [0-9a-f]{12} in the demo repository on main/,
     /\n {4}driftless: roll Rollout demo\/checkout\n {4}\n {4}Out-of-band change of Secret demo\/checkout-tls\.\n/,
@@ -71,7 +84,7 @@ test('npm run demo -- --exit narrates the whole loop and stops everything', { ti
     /the Rollout completed: stable checkout-/,
     /controller Event RestartFinished: Argo CD synced the write-back \(commit [0-9a-f]{12}\) and the Rollout rolled/,
     /Application checkout Synced\/Healthy at [0-9a-f]{7}; one rollout, .*no eviction, no spec\.restartAt, no second commit/,
-    /== 4\. driftless explain/,
+    /== 5\. driftless explain/,
     /Secret\s+web-tls\s+no\s+yes\s+auto/,
     /Secret\s+web-tls\s+yes\s+yes\s+auto\s+out-of-band/,
     /stopped everything\./,
@@ -102,4 +115,14 @@ test('npm run demo -- --exit narrates the whole loop and stops everything', { ti
   const stateDir = /file:\/\/(\/\S+)\/argocd\/repos\/demo\.git/.exec(run.stdout)?.[1];
   assert.ok(stateDir, 'the narration names the Git repository in the cluster\'s temp dir');
   await assert.rejects(access(stateDir), { code: 'ENOENT' }, `${stateDir} was removed`);
+  // The second cluster was stopped with the rest: its API server's port refuses connections.
+  const spokePort = Number(/second cluster edge ready \(kube-apiserver https:\/\/127\.0\.0\.1:(\d+)/.exec(run.stdout)?.[1]);
+  const refused = await new Promise<string | undefined>((resolve) => {
+    const socket = connect(spokePort, '127.0.0.1', () => {
+      socket.destroy();
+      resolve(undefined);
+    });
+    socket.on('error', (error: NodeJS.ErrnoException) => resolve(error.code));
+  });
+  assert.equal(refused, 'ECONNREFUSED', `the second cluster's API server (port ${spokePort}) was stopped`);
 });
