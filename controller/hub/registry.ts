@@ -97,15 +97,21 @@ export class ClusterRegistry {
       entry.destination = wanted;
       return;
     }
-    if (entry !== undefined) {
-      this.#entries.delete(server);
-      this.#deps.log.info({ cluster: entry.destination.name, server, why: why ?? graceful ?? (wanted === undefined ? 'removed' : 'connection or scope changed') }, 'stopping cluster');
-      await entry.running?.stop(graceful === undefined);
-      this.#deps.log.info({ cluster: entry.destination.name, server }, 'stopped cluster');
-      const { name } = entry.destination;
-      if (graceful !== 'shutdown' && wanted?.name !== name && ![...this.#entries.values()].some((other) => other.destination.name === name)) await this.#deps.forget?.(name);
-    }
-    if (wanted === undefined || this.#closed) return;
+    if (entry !== undefined) await this.#stop(server, entry, wanted, graceful, why);
+    if (wanted !== undefined && !this.#closed) this.#start(server, wanted);
+  }
+
+  /** Stops a running entry; its cluster's series go once no other entry carries its name (and not at shutdown). */
+  async #stop(server: string, entry: Entry, wanted: Destination | undefined, graceful: Graceful | undefined, why: string | undefined): Promise<void> {
+    this.#entries.delete(server);
+    const { name } = entry.destination;
+    this.#deps.log.info({ cluster: name, server, why: why ?? graceful ?? (wanted === undefined ? 'removed' : 'connection or scope changed') }, 'stopping cluster');
+    await entry.running?.stop(graceful === undefined);
+    this.#deps.log.info({ cluster: name, server }, 'stopped cluster');
+    if (graceful !== 'shutdown' && wanted?.name !== name && ![...this.#entries.values()].some((other) => other.destination.name === name)) await this.#deps.forget?.(name);
+  }
+
+  #start(server: string, wanted: Destination): void {
     let running: RunningCluster | undefined;
     let failed: string | undefined;
     try {
