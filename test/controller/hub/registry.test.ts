@@ -134,3 +134,23 @@ test('a name two servers share is forgotten only when neither runs', async () =>
   await h.registry.update(map());
   assert.deepEqual(h.events.slice(3), ['stop same t1', 'forget same']);
 });
+
+test('a Lease lost while a start waits behind a stop starts nothing; a hand-over stops as at shutdown, a lost Lease as a removal', async () => {
+  const owned = new Set(['a', 'b']);
+  const h = harness({ owns: (d) => owned.has(d.name) });
+  await h.registry.update(map(destination('https://a', 'a'), destination('https://b', 'b')));
+  h.hold();
+  // a reconnects (its stop held), and before its new pipeline can start, its Lease is lost.
+  const change = h.registry.update(map(destination('https://a', 'a', 't2'), destination('https://b', 'b')));
+  owned.delete('a');
+  h.release();
+  await change;
+  assert.deepEqual(h.events.slice(2), ['stop a t1'], 'no pipeline started for a cluster no longer owned');
+  owned.delete('b');
+  await h.registry.stopServer('https://b', 'handed over');
+  owned.add('a');
+  await h.registry.update(map(destination('https://a', 'a', 't2'), destination('https://b', 'b')));
+  owned.delete('a');
+  await h.registry.stopServer('https://a', 'lease lost');
+  assert.deepEqual(h.events.slice(3), ['stop b t1 (shutdown)', 'start a t2', 'stop a t2']);
+});
