@@ -419,7 +419,6 @@ export class Reflector<S> {
   /** A full paged list, reconciled against the store: vanished objects are deleted, changed ones updated. */
   async #list(signal: AbortSignal): Promise<void> {
     this.stats.lists++;
-    this.#hooks.onList?.();
     const seen = new Set<string>();
     let continueToken: string | undefined;
     let resourceVersion = '';
@@ -458,6 +457,8 @@ export class Reflector<S> {
       this.#emit(key, previous, undefined);
     }
     this.#resourceVersion = resourceVersion;
+    // A list counts once it is whole: an attempt refused (an API not installed, the server unreachable) is not one.
+    this.#hooks.onList?.();
   }
 
   #resourceVersionOfSummary(summary: S): string {

@@ -80,7 +80,7 @@ const TIMING: ReflectorTiming = { silenceMs: 60_000, relistMs: 3_600_000, backof
 
 type Change = readonly [key: string, previous: string | undefined, next: string | undefined];
 
-function start(client: ScriptedClient, options: { clock?: FakeClock; onChange?: (change: Change) => void; offWhenForbidden?: boolean; pageSize?: number; reachability?: Reachability } = {}) {
+function start(client: ScriptedClient, options: { clock?: FakeClock; onChange?: (change: Change) => void; offWhenForbidden?: boolean; pageSize?: number; reachability?: Reachability; onList?: () => void } = {}) {
   const clock = options.clock ?? new FakeClock(1_000_000);
   const changes: Change[] = [];
   const reflector = new Reflector<Summary>({
@@ -99,6 +99,7 @@ function start(client: ScriptedClient, options: { clock?: FakeClock; onChange?: 
     clock,
     log: pino({ enabled: false }),
     ...(options.reachability === undefined ? {} : { reachability: options.reachability }),
+    ...(options.onList === undefined ? {} : { hooks: { onList: options.onList } }),
     onChange: (key, previous, next) => {
       const change: Change = [key, previous?.value, next?.value];
       changes.push(change);
@@ -317,12 +318,13 @@ test('a BOOKMARK advances the resourceVersion without a change', async () => {
   await reflector.stop();
 });
 
-test('a 404 on the list means absent and synced; a later list clears absent', async () => {
+test('a 404 on the list means absent and synced; a later list clears absent; only the list that completed counts as one (driftless_relists_total)', async () => {
   const client = new ScriptedClient([
     new KubeApiError('GET', '/api/v1/namespaces/prod/configmaps', 404, 'NotFound', 'the server could not find the requested resource'),
     { items: [cm('a', '1')], resourceVersion: '10' },
   ], []);
-  const { reflector, clock } = start(client);
+  let lists = 0;
+  const { reflector, clock } = start(client, { onList: () => lists++ });
   await reflector.whenSynced();
   assert.equal(reflector.absent, true);
   assert.equal(reflector.synced, true);
@@ -332,6 +334,7 @@ test('a 404 on the list means absent and synced; a later list clears absent', as
   await until('the second list', () => client.lists.length === 2 && client.watches.length === 1);
   assert.equal(reflector.absent, false);
   assert.deepEqual([...reflector.store.keys()], ['prod/a']);
+  assert.equal(lists, 1, 'the check that found the API absent is not a list');
   await reflector.stop();
 });
 
