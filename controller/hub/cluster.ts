@@ -17,7 +17,6 @@ import type { HashKey } from '../../core/index.ts';
 import type { Clock } from '../clock.ts';
 import type { ControllerConfig } from '../config/model.ts';
 import { createEventRecorder, type EventRecorder } from '../events.ts';
-import type { KubeClient } from '../kube/client.ts';
 import { FencedError, type Fence } from '../kube/fence.ts';
 import { connectCluster, userAgentOf } from '../wiring/cluster-client.ts';
 import { startPipeline } from '../wiring/lifecycle.ts';
@@ -37,8 +36,6 @@ export interface SharedParts {
   readonly config: ControllerConfig;
   /** The controller's own kubeconfig: the in-cluster destination's. */
   readonly homeKubeConfig: KubeConfig;
-  /** The hub's client: the restart records. */
-  readonly hubClient: KubeClient;
   readonly fence: Fence;
   readonly writeTimeoutMs: number;
   /** Wraps a cluster's recorder so its restarts notify too. */
@@ -97,7 +94,12 @@ export function startClusterPipeline(destination: Destination, shared: SharedPar
   if (destination.cluster.warnings.length > 0) log.warn({ warnings: destination.cluster.warnings }, 'the cluster Secret has fields Argo CD ignores');
   // Every series of this pipeline carries `cluster`: Argo CD's name of the destination (ADR 0027).
   const metrics = clusterMetrics(shared.metrics, destination.name);
-  const client = connectCluster(kubeConfig, config, { clock, apiRequests: metrics.controller.apiRequests, userAgent: userAgentOf(shared.identity) });
+  const connection = { clock, apiRequests: metrics.controller.apiRequests, userAgent: userAgentOf(shared.identity) };
+  const client = connectCluster(kubeConfig, config, connection);
+  // The cluster's side in the hub (its restart records, the Applications deploying to it) has a client and a
+  // --kube-qps budget of its own too: through one shared hub budget, every cluster's first sight queued behind
+  // the others' record writes (bench:hub: ready grew ~1.2 s per registered cluster).
+  const hubSide = connectCluster(shared.homeKubeConfig, config, connection);
   const fence = clusterFence(shared.fence, destination.name);
   // The cluster's Events go to the cluster, beside the workload they are about; none once it stopped.
   const recorder = shared.notify(createEventRecorder({ client, log, now: () => clock.now(), instance: shared.identity || hostname(), repeatMs: 10 * 60_000, seriesUpdateMs: config.eventSeriesInterval.ms, fence }));
@@ -115,7 +117,7 @@ export function startClusterPipeline(destination: Destination, shared: SharedPar
     log,
     hashKey: shared.hashKey,
     recordNamespace: shared.recordNamespace,
-    hub: { client: shared.hubClient, scope: { id: destination.id, server: destination.server, name: destination.name } },
+    hub: { client: hubSide, scope: { id: destination.id, server: destination.server, name: destination.name } },
     writes: shared.writes,
   });
   shared.gauges.attach(pipeline, shared.isLeader, destination.name);
@@ -138,6 +140,7 @@ export function startClusterPipeline(destination: Destination, shared: SharedPar
         fence.close();
         shared.gauges.detach(pipeline);
         await running.close().catch((error: unknown) => log.warn({ err: error }, 'closing the cluster\'s watches failed'));
+        await hubSide.close();
       })();
       return stopping;
     },
