@@ -40,13 +40,13 @@
  * Options: `--runs N` (default 7, at least 5 for the spec's median), `--keep` keeps the cluster's state dir.
  */
 import { open, stat } from 'node:fs/promises';
-import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { KubeList } from '../test/cluster/api.ts';
 import { applicationStatus, argoCdNamespace, startArgoCD, type Application, type ArgoCD } from '../test/cluster/argocd.ts';
 import { startCluster, type Cluster } from '../test/cluster/harness.ts';
 import { commitExample, pluginApplicationSpec, type CommittedApp } from '../test/argocd/plugin-support.ts';
+import { load, log } from './support.ts';
 
 const { values: options } = parseArgs({
   options: { runs: { type: 'string', default: '7' }, keep: { type: 'boolean', default: false } },
@@ -85,14 +85,6 @@ interface Round {
   /** The component part, ms, each the slowest of the round (the render that missed the manifest cache); NaN if not logged. */
   readonly parts: Readonly<Record<Part, number>>;
   readonly load: string;
-}
-
-function load(): string {
-  return loadavg().map((value) => value.toFixed(2)).join(' ');
-}
-
-function log(text: string): void {
-  process.stdout.write(`${text}\n`);
 }
 
 function median(values: readonly number[]): number {

@@ -17,7 +17,6 @@
  */
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { ApiClient, KubeList, KubeObject } from '../test/cluster/api.ts';
@@ -26,6 +25,7 @@ import { podIsReady } from '../test/cluster/testing.ts';
 import { waitFor } from '../test/support/wait.ts';
 import { COLLECTIONS, rotateSecret, secret, workload } from '../test/controller/support/fixtures.ts';
 import { startControllerProcess, type ControllerProcess } from '../test/controller/support/process.ts';
+import { load, log, bounded } from './support.ts';
 
 const { values: options } = parseArgs({
   options: {
@@ -48,26 +48,6 @@ const KUBE_QPS = Number(options['kube-qps']);
 /** Requests in flight while filling the cluster: enough to keep etcd busy, few enough for a 2-core box. */
 const PARALLEL = 16;
 const KiB = 1024;
-
-function load(): string {
-  return loadavg().map((value) => value.toFixed(2)).join(' ');
-}
-
-function log(text: string): void {
-  process.stdout.write(`${text}\n`);
-}
-
-/** Runs `task(i)` for i in [0, count) with at most `parallel` in flight. */
-async function bounded(count: number, parallel: number, task: (index: number) => Promise<unknown>): Promise<void> {
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < count) {
-      const index = next++;
-      await task(index);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(parallel, count) }, worker));
-}
 
 /** VmRSS and VmHWM (peak) of a process, in MB (10^6 bytes). */
 async function memoryOf(pid: number): Promise<{ rssMb: number; peakMb: number }> {

@@ -32,7 +32,6 @@
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { createServer, connect, type AddressInfo, type Server, type Socket } from 'node:net';
-import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { ApiClient, KubeList, KubeObject } from '../test/cluster/api.ts';
@@ -43,6 +42,7 @@ import { podIsReady, podTemplate } from '../test/cluster/testing.ts';
 import { waitFor } from '../test/support/wait.ts';
 import { COLLECTIONS } from '../test/controller/support/fixtures.ts';
 import { startControllerProcess, type ControllerProcess } from '../test/controller/support/process.ts';
+import { load, log, seconds, bounded } from './support.ts';
 
 const { values: options } = parseArgs({
   options: {
@@ -75,28 +75,6 @@ const PARALLEL = 16;
 /** Pods a kwok node takes. */
 const PODS_PER_NODE = 110;
 const KiB = 1024;
-
-function load(): string {
-  return loadavg().map((value) => value.toFixed(2)).join(' ');
-}
-
-function log(text: string): void {
-  process.stdout.write(`${text}\n`);
-}
-
-const seconds = (fromMs: number): number => (performance.now() - fromMs) / 1000;
-
-/** Runs `task(i)` for i in [0, count) with at most `parallel` in flight. */
-async function bounded(count: number, parallel: number, task: (index: number) => Promise<unknown>): Promise<void> {
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < count) {
-      const index = next++;
-      await task(index);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(parallel, count) }, worker));
-}
 
 function percentile(values: readonly number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b);

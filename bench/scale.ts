@@ -21,7 +21,6 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { ApiClient, KubeList, KubeObject } from '../test/cluster/api.ts';
@@ -30,6 +29,7 @@ import { waitFor } from '../test/support/wait.ts';
 import { COLLECTIONS } from '../test/controller/support/fixtures.ts';
 import { startControllerProcess, type ControllerProcess } from '../test/controller/support/process.ts';
 import { prng } from '../test/support/prng.ts';
+import { load, log, seconds, bounded } from './support.ts';
 
 const { values: options } = parseArgs({
   options: {
@@ -90,28 +90,6 @@ function share(total: number, parts: number, index: number): number {
   return Math.floor(total / parts) + (index < total % parts ? 1 : 0);
 }
 
-
-function load(): string {
-  return loadavg().map((value) => value.toFixed(2)).join(' ');
-}
-
-function log(text: string): void {
-  process.stdout.write(`${text}\n`);
-}
-
-const seconds = (fromMs: number): number => (performance.now() - fromMs) / 1000;
-
-/** Runs `task(i)` for i in [0, count) with at most `parallel` in flight. */
-async function bounded(count: number, parallel: number, task: (index: number) => Promise<unknown>): Promise<void> {
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < count) {
-      const index = next++;
-      await task(index);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(parallel, count) }, worker));
-}
 
 /** One namespace's objects, by name. */
 interface NamespaceLayout {

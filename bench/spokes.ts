@@ -14,16 +14,12 @@
  * Options: `--runs N` (default 2 of each).
  */
 import { readdir, readFile } from 'node:fs/promises';
-import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { startHubAndSpokes } from '../test/cluster/spokes.ts';
+import { load } from './support.ts';
 
 const { values: options } = parseArgs({ options: { runs: { type: 'string', default: '2' } } });
 const runs = Number(options.runs);
-
-function load(): string {
-  return loadavg().map((value) => value.toFixed(2)).join(' ');
-}
 
 /** pid → [parent pid, command name, VmRSS in KiB] for every process we may read. */
 async function processTable(): Promise<Map<number, { ppid: number; name: string; rssKiB: number }>> {

@@ -30,7 +30,6 @@
  */
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
@@ -43,6 +42,7 @@ import { eventsFor } from '../test/controller/support/fixtures.ts';
 import { startControllerProcess, type ControllerProcess } from '../test/controller/support/process.ts';
 import { pluginApplicationSpec } from '../test/argocd/plugin-support.ts';
 import { waitFor } from '../test/support/wait.ts';
+import { load, log } from './support.ts';
 
 const { values: options } = parseArgs({
   options: {
@@ -77,14 +77,6 @@ interface Round {
   /** Every pod new and Ready, the Application Synced and Healthy. */
   readonly healthy: number;
   readonly load: string;
-}
-
-function load(): string {
-  return loadavg().map((value) => value.toFixed(2)).join(' ');
-}
-
-function log(text: string): void {
-  process.stdout.write(`${text}\n`);
 }
 
 /** Nearest-rank percentile of a non-empty list. */
