@@ -52,9 +52,20 @@ function name(commonName: string, organizations: readonly string[]): Buffer {
 
 const ECDSA_SHA256 = sequence(oid('1.2.840.10045.4.3.2'));
 
+/**
+ * The content of a serial number's DER INTEGER from 16 random bytes. DER wants the shortest form of a positive
+ * number: the top bit of the first byte clear (or it reads as negative) and no leading zero byte before a byte
+ * whose top bit is clear (OpenSSL refuses that as "illegal padding"). Setting bit 6 of the first byte does both,
+ * where clearing only the top bit failed one certificate in 256.
+ */
+export function serialNumber(random: Buffer): Buffer {
+  const serial = Buffer.from(random);
+  serial[0] = ((serial[0] as number) & 0x7f) | 0x40;
+  return serial;
+}
+
 function certificate(subject: Buffer, issuer: Buffer, publicKey: KeyObject, signer: KeyObject, extensions: Buffer[]): string {
-  const serial = randomBytes(16);
-  serial[0] = (serial[0] as number) & 0x7f;
+  const serial = serialNumber(randomBytes(16));
   const now = Date.now();
   const tbs = sequence(
     der(0xa0, der(0x02, Buffer.from([2]))),
