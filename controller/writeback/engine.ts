@@ -126,6 +126,9 @@ interface Scope {
 
 const IMPLICIT: Scope = Object.freeze({ id: '', fence: undefined });
 
+/** The `cluster` of a scope's records and metrics: none for the implicit cluster, so one-cluster series stay as they were. */
+const clusterOf = (scope: Scope): { readonly cluster?: string } => (scope.id === '' ? {} : { cluster: scope.id });
+
 interface Member {
   readonly scope: Scope;
   readonly target: WriteTarget;
@@ -237,7 +240,7 @@ export function createWriteBack(settings: WriteBackSettings, deps: WriteBackDeps
         const at = deps.clock.now();
         const why = error instanceof CredentialsReadError ? error.message : error instanceof Error ? error.name : 'error';
         const message = `write-back to ${redactUrl(batch.target.repoURL)}: reading the credentials failed (${why})`;
-        deps.observe?.({ outcome: 'failed', kind: 'auth' });
+        deps.observe?.({ outcome: 'failed', kind: 'auth', ...clusterOf(batch.scope) });
         for (const member of batch.members) finish(member, batch.target.writeBranch ?? batch.target.baseBranch ?? '', { status: 'failed', error: { kind: 'auth', message }, at });
       })
       .finally(() => {
@@ -291,13 +294,13 @@ export function createWriteBack(settings: WriteBackSettings, deps: WriteBackDeps
           ? error
           : new WriteBackError('git', redactUrl(batch.target.repoURL), 'run', `unexpected ${error instanceof Error ? error.name : 'failure'}`);
       const kind = abort.signal.aborted || batch.scope.fence?.aborted === true ? 'stopped' : failure.kind;
-      deps.observe?.({ outcome: 'failed', kind });
+      deps.observe?.({ outcome: 'failed', kind, ...clusterOf(batch.scope) });
       for (const member of batch.members) finish(member, branchShown, { status: 'failed', error: { kind, message: failure.message }, at });
       return;
     }
     const at = deps.clock.now();
     const place = { repo: redactUrl(batch.target.repoURL), branch: result.branch };
-    for (const failed of result.failed.values()) deps.observe?.({ outcome: 'failed', kind: failed.kind });
+    for (const failed of result.failed.values()) deps.observe?.({ outcome: 'failed', kind: failed.kind, ...clusterOf(batch.scope) });
     const latencies: number[] = [];
     for (const member of batch.members) {
       const failed = result.failed.get(member.target.path);
@@ -316,7 +319,7 @@ export function createWriteBack(settings: WriteBackSettings, deps: WriteBackDeps
           : { status: 'unchanged', at, ...place, path: member.target.path },
       );
     }
-    if (result.sha !== undefined) deps.observe?.({ outcome: 'committed', sha: result.sha, changeToCommitMs: latencies });
+    if (result.sha !== undefined) deps.observe?.({ outcome: 'committed', sha: result.sha, changeToCommitMs: latencies, ...clusterOf(batch.scope) });
   };
 
   const submitIn = (scope: Scope, request: WriteBackRequest): Promise<WriteBackResult> => {

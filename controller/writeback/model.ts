@@ -36,9 +36,13 @@ export interface WriteBackRequest {
  * What one batch came to, for metrics (`observe` of the engine's deps): a commit pushed, with the latency
  * of every change it carries, or a failure by kind (once per git run, or per directory whose file failed).
  */
-export type WriteBackObservation =
+export type WriteBackObservation = (
   | { readonly outcome: 'committed'; readonly sha: string; readonly changeToCommitMs: readonly number[] }
-  | { readonly outcome: 'failed'; readonly kind: WriteBackErrorKind };
+  | { readonly outcome: 'failed'; readonly kind: WriteBackErrorKind }
+) & {
+  /** The cluster the batch's workloads run in (`forCluster`'s id); none for the implicit cluster. */
+  readonly cluster?: string;
+};
 
 /** Where a submission went. */
 export interface WriteBackPlace {

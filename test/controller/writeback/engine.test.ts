@@ -310,4 +310,31 @@ describe('write-back metrics', () => {
     assert.match(text, /^driftless_writeback_change_to_commit_seconds_sum 11$/m, '7 s and 4 s');
     assert.ok(!text.includes('mono') && !text.includes('s1'), 'no repository or config name in the metrics');
   });
+
+  it('hub mode: each cluster\'s commits, failures and latencies carry its cluster; the implicit cluster\'s none', async () => {
+    const registry = new Registry();
+    const metrics = createWriteBackMetrics(registry);
+    const clock = new FakeClock(Date.parse('2026-12-02T10:00:00Z'));
+    const git = scriptedGit();
+    const wb = createWriteBack(
+      { ...WRITE_BACK_DEFAULTS, workDir: '/nonexistent', batchWindowMs: 1_000 },
+      { clock, run: git.run, credentialsFor: async () => ({ kind: 'none', from: 'test' }), knownHosts: async () => undefined, observe: (o) => metrics.observe(o) },
+    );
+    const spoke = wb.forCluster({ id: 'spoke-a', fence: new AbortController().signal });
+    const committed = spoke.submit({ application: app('a', 'https://h/mono.git', 'apps/a'), configs: [config('s1', 1)], workloads: [], changeSeenAt: clock.now() });
+    await clock.advanceAsync(1_000);
+    (await firstRun(git)).finish();
+    assert.equal((await committed).status, 'committed');
+    const rejected = wb.submit({ application: app('b', 'https://h/mono.git', 'apps/b'), configs: [config('s2', 2)], workloads: [] });
+    await clock.advanceAsync(1_000);
+    await settle();
+    git.jobs[1]?.finish(new WriteBackError('rejected', 'https://h/mono.git', 'push', 'pre-receive hook declined'));
+    assert.equal((await rejected).status, 'failed');
+    await wb.close();
+    const text = await registry.metrics();
+    assert.match(text, /^driftless_writeback_commits_total\{cluster="spoke-a"\} 1$/m);
+    assert.match(text, /^driftless_writeback_change_to_commit_seconds_count\{cluster="spoke-a"\} 1$/m);
+    assert.match(text, /^driftless_writeback_push_failures_total\{kind="rejected"\} 1$/m);
+    assert.doesNotMatch(text, /push_failures_total\{[^}]*cluster=/);
+  });
 });
