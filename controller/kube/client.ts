@@ -142,6 +142,32 @@ export interface KubeClientOptions {
 export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
 
 /**
+ * `dispatcher` with `fence` checked once more at the instant undici writes the request on its socket
+ * (`onRequestStart`, synchronous with the write). Between `request()` and that write a connection may still be
+ * made (TCP, TLS): on a starved machine that took seconds, long enough for the Lease to pass to another replica
+ * while the first check had passed (test/faults/hub-shards caught an Event written 0.7 s after the hand-over).
+ * A closed fence aborts the request before a byte is sent, with the fence's FencedError.
+ */
+function fencedOnWrite(dispatcher: Dispatcher, fence: Fence, what: string): Dispatcher {
+  return dispatcher.compose((dispatch) => (options, handler) => dispatch(options, {
+    onRequestStart(controller, context) {
+      try {
+        fence.check(what);
+      } catch (error) {
+        controller.abort(error as Error);
+        return;
+      }
+      handler.onRequestStart?.(controller, context);
+    },
+    onRequestUpgrade: (controller, statusCode, headers, socket) => handler.onRequestUpgrade?.(controller, statusCode, headers, socket),
+    onResponseStart: (controller, statusCode, headers, statusMessage) => handler.onResponseStart?.(controller, statusCode, headers, statusMessage),
+    onResponseData: (controller, chunk) => handler.onResponseData?.(controller, chunk),
+    onResponseEnd: (controller, trailers) => handler.onResponseEnd?.(controller, trailers),
+    onResponseError: (controller, error) => handler.onResponseError?.(controller, error),
+  }));
+}
+
+/**
  * Builds a client for a loaded KubeConfig. Every request first waits on
  * `limiter` (the client-side QPS), so one Secret used by 500 workloads cannot
  * flood the API server, and every request but a watch has a deadline.
@@ -184,10 +210,12 @@ export function createKubeClient(config: KubeConfig, limiter: RequestLimiter, ob
         requestHeaders['content-type'] = options.contentType ?? 'application/json';
       }
       let response: Dispatcher.ResponseData;
-      // The fence is checked last, with nothing awaited between it and handing the request to the dispatcher.
+      // The fence is checked last, with nothing awaited between it and handing the request to the dispatcher,
+      // and again as the request goes on the wire (fencedOnWrite).
       options.fence?.check(`${method} ${path}`);
+      const via = options.fence === undefined ? (dispatcher as Dispatcher) : fencedOnWrite(dispatcher as Dispatcher, options.fence, `${method} ${path}`);
       try {
-        response = await (dispatcher as Dispatcher).request({
+        response = await via.request({
           origin,
           path: `${basePath}${path}${queryString(options.query)}${extraQuery}`,
           method,
@@ -197,6 +225,7 @@ export function createKubeClient(config: KubeConfig, limiter: RequestLimiter, ob
         });
       } catch (error) {
         observe?.(method, 0);
+        if (error instanceof FencedError) throw error;
         if (options.fence?.signal.aborted === true) throw new FencedError(`${method} ${path}: aborted: leadership was lost`, { cause: error });
         throw new KubeTransportError(method, path, { cause: error });
       }

@@ -69,6 +69,26 @@ describe('fenced writes over HTTP', () => {
     assert.deepEqual(received, [], 'the server saw nothing');
   });
 
+  it('the fence is checked again as the request goes on the wire: a Lease lost while the connection was made sends nothing', async () => {
+    // Open for the client's own check, closed by the time undici writes on the socket: a connection made slowly
+    // (TLS on a starved machine) gives the Lease time to pass to another replica in between.
+    const checks: string[] = [];
+    const fence: Fence = {
+      signal: new AbortController().signal,
+      check(what) {
+        checks.push(what);
+        if (checks.length > 1) throw new FencedError(`${what}: not sent, the Lease was lost`);
+      },
+    };
+    received.length = 0;
+    await assert.rejects(createWrites(client, { fence, timeoutMs: 2000 }).evict(POD), (error: unknown) => error instanceof FencedError && /the Lease was lost/.test(error.message));
+    assert.equal(checks.length, 2, checks.join(', '));
+    assert.deepEqual(received, [], 'the server saw nothing');
+    handler = (_request, response) => response.end('{}');
+    await createWrites(client, { timeoutMs: 2000 }).evict(POD);
+    assert.equal(received.length, 1, 'an unfenced write still goes out on the same connection pool');
+  });
+
   it('losing leadership aborts a write in flight', async () => {
     const fence = manualFence();
     let arrived: () => void = () => undefined;
