@@ -14,6 +14,7 @@ import type { KubeClient } from '../kube/client.ts';
 import { isForbidden, isNotFound } from '../kube/errors.ts';
 import { OTHER_RESOURCES, WORKLOAD_RESOURCES, collectionPath, objectPath, type ResourceSpec } from '../kube/resources.ts';
 import type { WorkloadKindName, WorkloadSummary } from '../model.ts';
+import { deploysTo, type HubScope } from '../hub/destinations.ts';
 import type { LiveTarget } from './args.ts';
 
 /** A PodDisruptionBudget, reduced to what says whether it allows an eviction. */
@@ -60,6 +61,12 @@ export interface CollectOptions {
   readonly configLabelSelector: string | undefined;
   /** The controller's `--argocd-namespace`: where the Applications it watches for the sync wait live. */
   readonly argocdNamespace: string;
+  /**
+   * The spoke option (`--argocd-kubeconfig`, ADR 0025): Argo CD runs in another cluster, whose client reads
+   * the Applications and AppProjects, and only the Applications deploying to `destination` (this cluster) count.
+   * Absent: they are read from this cluster, as the controller reads them.
+   */
+  readonly argocd?: { readonly client: KubeClient; readonly destination: HubScope };
   readonly now: number;
 }
 
@@ -227,10 +234,14 @@ export async function collectLive(client: KubeClient, options: CollectOptions): 
     budgets.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     // The Applications tracking these workloads, for the sync wait (ADR 0011); none without Argo CD (no CRD: skipped).
     if (workloadKeys.some((key) => view.workload(key)?.tracking !== undefined)) {
-      await listTolerant(client, OTHER_RESOURCES.applications, options.argocdNamespace, pageSize, warnings,
-        (raw) => view.applicationChanged(undefined, reduceApplication(raw, options.argocdNamespace)), 'a restart waiting for an Argo CD sync is not shown');
+      const argocd = options.argocd?.client ?? client;
+      const destination = options.argocd?.destination;
+      await listTolerant(argocd, OTHER_RESOURCES.applications, options.argocdNamespace, pageSize, warnings, (raw) => {
+        const app = reduceApplication(raw, options.argocdNamespace);
+        if (destination === undefined || deploysTo(app.destination, destination)) view.applicationChanged(undefined, app);
+      }, 'a restart waiting for an Argo CD sync is not shown');
       // Their AppProjects, for the sync windows that hold a restart (ADR 0016).
-      await listTolerant(client, OTHER_RESOURCES.appProjects, options.argocdNamespace, pageSize, warnings,
+      await listTolerant(argocd, OTHER_RESOURCES.appProjects, options.argocdNamespace, pageSize, warnings,
         (raw) => view.projectChanged(undefined, reduceAppProject(raw)), 'a restart held by sync windows is not shown');
     }
   }

@@ -7,6 +7,8 @@
 import { UsageError } from '../../cli/errors.ts';
 import { HashKeyFileError, readHashKeyFile } from '../../cli/hash-key.ts';
 import { systemClock } from '../clock.ts';
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { ControllerConfig } from '../config/model.ts';
 import { createKubeClient, loadKubeConfig } from '../kube/client.ts';
 import { KubeConfigError } from '../kube/errors.ts';
 import { TokenBucket } from '../token-bucket.ts';
@@ -16,6 +18,37 @@ import { formatLiveTable } from './format.ts';
 import { buildLiveReport } from './report.ts';
 
 const PREFIX = 'driftless explain --live';
+
+/**
+ * The cluster's kubeconfig and, with the spoke option (ADR 0025), the hub's, where Argo CD's Applications and
+ * AppProjects are read through a client of their own.
+ * @throws {KubeConfigError} naming the file (and the flag, for the hub's), never its content.
+ */
+function loadKubeConfigs(config: ControllerConfig): { readonly kubeConfig: KubeConfig; readonly argocdKubeConfig: KubeConfig | undefined } {
+  const kubeConfig = loadKubeConfig({ kubeconfig: config.kubeconfig });
+  if (config.argocdKubeconfig === undefined) return { kubeConfig, argocdKubeConfig: undefined };
+  try {
+    return { kubeConfig, argocdKubeConfig: loadKubeConfig({ kubeconfig: [config.argocdKubeconfig] }) };
+  } catch (error) {
+    if (error instanceof KubeConfigError) throw new KubeConfigError(`--argocd-kubeconfig: ${error.message}`, { cause: error });
+    throw error;
+  }
+}
+
+/**
+ * What a failed explanation prints and its exit code: a kubeconfig whose credentials could not be obtained
+ * (an exec plugin failed) 2; a target not found, an API or transport error 1 (their messages carry the
+ * method, path and the server's Status message, never a value). Anything else is rethrown.
+ */
+function reportFailure(error: unknown): number {
+  if (!(error instanceof Error)) throw error;
+  const code = error instanceof KubeConfigError ? 2
+    : error instanceof LiveTargetNotFoundError || error.name === 'KubeApiError' || error.name === 'KubeTransportError' ? 1
+    : undefined;
+  if (code === undefined) throw error;
+  process.stderr.write(`${PREFIX}: ${error.message}\n`);
+  return code;
+}
 
 async function main(argv: readonly string[]): Promise<number> {
   let options;
@@ -44,9 +77,9 @@ async function main(argv: readonly string[]): Promise<number> {
       return 2;
     }
   }
-  let kubeConfig;
+  let kubeConfigs;
   try {
-    kubeConfig = loadKubeConfig({ kubeconfig: config.kubeconfig });
+    kubeConfigs = loadKubeConfigs(config);
   } catch (error) {
     if (error instanceof KubeConfigError) {
       process.stderr.write(`${PREFIX}: ${error.message}\n`);
@@ -54,9 +87,14 @@ async function main(argv: readonly string[]): Promise<number> {
     }
     throw error;
   }
+  const { kubeConfig, argocdKubeConfig } = kubeConfigs;
   const namespace = options.namespace ?? (kubeConfig.getContextObject(kubeConfig.getCurrentContext())?.namespace || 'default');
   const clock = systemClock();
   const client = createKubeClient(kubeConfig, new TokenBucket({ ratePerSecond: config.kubeQps, burst: config.kubeBurst, clock }));
+  const argocd = argocdKubeConfig === undefined ? undefined : {
+    client: createKubeClient(argocdKubeConfig, new TokenBucket({ ratePerSecond: config.kubeQps, burst: config.kubeBurst, clock })),
+    destination: { id: undefined, server: config.argocdDestinationServer ?? '', name: config.argocdDestinationName ?? '' },
+  };
   try {
     const snapshot = await collectLive(client, {
       namespace,
@@ -66,29 +104,17 @@ async function main(argv: readonly string[]): Promise<number> {
       pageSize: config.listPageSize,
       configLabelSelector: config.resourceLabelSelector?.text,
       argocdNamespace: config.argocdNamespace,
+      ...(argocd === undefined ? {} : { argocd }),
       now: clock.now(),
     });
     const report = buildLiveReport(snapshot, { mode: config.mode, restartStrategy: config.restartStrategy, argocdSyncWaitMs: config.argocdSyncWait.ms, keyed: hashKey !== undefined, target: options.target, writeBackDefaults: { namespaces: config.writeBackNamespaces, applications: config.writeBackApplications } });
     process.stdout.write(options.output === 'json' ? `${JSON.stringify(report, null, 2)}\n` : formatLiveTable(report));
     return 0;
   } catch (error) {
-    // The kubeconfig's credentials could not be obtained (an exec plugin failed): a kubeconfig problem, exit 2.
-    if (error instanceof KubeConfigError) {
-      process.stderr.write(`${PREFIX}: ${error.message}\n`);
-      return 2;
-    }
-    if (error instanceof LiveTargetNotFoundError) {
-      process.stderr.write(`${PREFIX}: ${error.message}\n`);
-      return 1;
-    }
-    // API and transport errors carry the method, path and the server's Status message: never a value.
-    if (error instanceof Error && (error.name === 'KubeApiError' || error.name === 'KubeTransportError')) {
-      process.stderr.write(`${PREFIX}: ${error.message}\n`);
-      return 1;
-    }
-    throw error;
+    return reportFailure(error);
   } finally {
     await client.close();
+    await argocd?.client.close();
   }
 }
 

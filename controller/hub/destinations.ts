@@ -121,3 +121,21 @@ export function sameDestination(a: Destination, b: Destination, sameConnection: 
   if ((a.namespaces === undefined) !== (b.namespaces === undefined) || String(a.namespaces) !== String(b.namespaces)) return false;
   return sameConnection(a.cluster, b.cluster);
 }
+
+/**
+ * A cluster as an Application's destination names it: the pipeline of that cluster keeps only the
+ * Applications that deploy there (hub mode, and the spoke option's `--argocd-destination-server/-name`).
+ */
+export interface HubScope {
+  readonly id: string | undefined;
+  /** Trailing slashes cut; `''` = none (only `name` matches). */
+  readonly server: string;
+  /** `''` = none (only `server` matches). */
+  readonly name: string;
+}
+
+/** Whether an Application's destination is the cluster of `hub`. */
+export function deploysTo(destination: { readonly server: string; readonly name: string }, hub: HubScope): boolean {
+  const server = destination.server.replace(/\/+$/, '');
+  return server !== '' ? server === hub.server : destination.name !== '' && destination.name === hub.name;
+}

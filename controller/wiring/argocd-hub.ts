@@ -13,7 +13,7 @@ import type { ControllerConfig } from '../config/model.ts';
 import { loadKubeConfig, type KubeClient } from '../kube/client.ts';
 import { KubeConfigError } from '../kube/errors.ts';
 import { connectCluster } from './cluster-client.ts';
-import type { HubScope } from './watches.ts';
+import type { HubScope } from '../hub/destinations.ts';
 
 /** Argo CD's cluster, as a pipeline is handed it (`PipelineDeps.hub`). */
 export interface ArgoCdHub {

@@ -26,7 +26,8 @@ import type { PipelineMetrics } from './metrics.ts';
 import { reconcileOptions } from './reconcile-options.ts';
 import { createReflectors } from './reflectors.ts';
 import { createSkewSampler, type SkewSampler } from './skew-sampler.ts';
-import { watchTable, type HubScope } from './watches.ts';
+import type { HubScope } from '../hub/destinations.ts';
+import { watchTable } from './watches.ts';
 import { createClusterWrites, type WritesOverride } from './writes.ts';
 
 /** What a pipeline is handed. */

@@ -17,6 +17,7 @@ import type { ConfigSummary, WorkloadKindName } from '../model.ts';
 import { isRestartRecord, recordSelector, reduceRecord } from '../record/record.ts';
 import type { RecordCache } from '../record/store.ts';
 import type { SkewSampler } from './skew-sampler.ts';
+import { deploysTo, type HubScope } from '../hub/destinations.ts';
 
 /** Helm keeps every release in a Secret of this type: large, numerous, and never mounted by a workload. */
 export const HELM_RELEASE_FIELD_SELECTOR = 'type!=helm.sh/release.v1';
@@ -52,20 +53,6 @@ export interface Watch<S> {
  * - the spoke option (`--argocd-kubeconfig`, ADR 0025): `id` is undefined; the records stay in the pipeline's
  *   own cluster, unlabelled, exactly as without a hub (the controller runs there and owns nothing in the hub).
  */
-export interface HubScope {
-  readonly id: string | undefined;
-  /** Trailing slashes cut; `''` = none (only `name` matches). */
-  readonly server: string;
-  /** `''` = none (only `server` matches). */
-  readonly name: string;
-}
-
-/** Whether an Application's destination is the cluster of `hub`. */
-export function deploysTo(destination: { readonly server: string; readonly name: string }, hub: HubScope): boolean {
-  const server = destination.server.replace(/\/+$/, '');
-  return server !== '' ? server === hub.server : destination.name !== '' && destination.name === hub.name;
-}
-
 /** A row of any summary type, as the reflectors hold them. */
 export type AnyWatch = Watch<unknown>;
 

@@ -8,41 +8,15 @@
  * holds for an Argo CD sync (ADR 0011) names the Application that holds it.
  */
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
-import { join } from 'node:path';
 import { installArgoCdCrds } from '../cluster/argocd.ts';
 import { useCluster, waitForDeploymentRollout } from '../cluster/testing.ts';
 import { waitFor } from '../support/wait.ts';
 import { applyAsArgoCD, assertNoDrift } from '../support/drift-oracle.ts';
 import { startControllerProcess } from './support/process.ts';
 import { COLLECTIONS, SECRET_VALUE, configMap, createExternalSecret, read, rotateSecret, waitForEvent, waitForReadyPods, workload } from './support/fixtures.ts';
-import type { LiveExplainReport } from '../../controller/explain/report.ts';
+import { explainJson, explainLive } from './support/explain.ts';
 
 const fixture = useCluster();
-
-const bin = join(import.meta.dirname, '..', '..', 'bin', 'driftless.js');
-
-interface Run {
-  readonly code: number;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
-/** Runs `driftless explain --live` as a user would, with the test cluster's admin kubeconfig. */
-function explainLive(kubeconfig: string, args: readonly string[]): Promise<Run> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [bin, 'explain', '--live', `--kubeconfig=${kubeconfig}`, ...args], { env: { ...process.env, KUBECONFIG: '' }, timeout: 60_000 }, (error, stdout, stderr) => {
-      const code = error === null ? 0 : typeof error.code === 'number' ? error.code : 1;
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
-
-async function explainJson(kubeconfig: string, args: readonly string[]): Promise<LiveExplainReport> {
-  const run = await explainLive(kubeconfig, [...args, '--output=json']);
-  assert.equal(run.code, 0, run.stderr);
-  return JSON.parse(run.stdout) as LiveExplainReport;
-}
 
 function assertNoValue(text: string): void {
   assert.ok(!text.includes(SECRET_VALUE) && !text.includes(Buffer.from(SECRET_VALUE).toString('base64')), 'no Secret value in the output');

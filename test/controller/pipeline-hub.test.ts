@@ -14,7 +14,7 @@ import { parseControllerConfig } from '../../controller/config/parse.ts';
 import { createKubeClient, type KubeClient } from '../../controller/kube/client.ts';
 import { GaugeSources, clusterMetrics, createProcessMetrics } from '../../controller/wiring/metrics.ts';
 import { createClusterPipeline, type PipelineDeps } from '../../controller/wiring/pipeline.ts';
-import type { HubScope } from '../../controller/wiring/watches.ts';
+import type { HubScope } from '../../controller/hub/destinations.ts';
 import { FakeClock } from '../support/fake-clock.ts';
 
 function configOf(argv: readonly string[]): ControllerConfig {

@@ -46,4 +46,13 @@ describe('parseLiveExplainArgs (through the shared cli reader)', () => {
     refuses(['--mode=all', '--mode=annotated'], '--mode given twice');
     refuses(['--mode=sometimes'], '--mode');
   });
+
+  it('takes the spoke option\'s flags, validated as the controller validates them', () => {
+    const options = parse(['--argocd-kubeconfig=/hub.kubeconfig', '--argocd-destination-server=https://10.0.0.1:6443/']);
+    assert.equal(options.controller.argocdKubeconfig, '/hub.kubeconfig');
+    assert.equal(options.controller.argocdDestinationServer, 'https://10.0.0.1:6443');
+    assert.equal(parse(['--argocd-kubeconfig=/hub.kubeconfig', '--argocd-destination-name=prod']).controller.argocdDestinationName, 'prod');
+    assert.throws(() => parseLiveExplainArgs(['--live', '--argocd-kubeconfig=/hub.kubeconfig'], {}), /argocd-destination/);
+    assert.throws(() => parseLiveExplainArgs(['--live', '--argocd-destination-name=prod'], {}), /--argocd-kubeconfig/);
+  });
 });
