@@ -141,6 +141,13 @@ export interface KubeClientOptions {
 /** The default deadline of one request: client-go's REST client has none by default, which is how a hung request blocks shutdown. */
 export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
 
+/** A request that got no answer: fenced (closed before or on the wire, or aborted by a lost Lease), else a transport error. */
+function sendFailure(method: string, path: string, error: unknown, fence: Fence | undefined): Error {
+  if (error instanceof FencedError) return error;
+  if (fence?.signal.aborted === true) return new FencedError(`${method} ${path}: aborted: leadership was lost`, { cause: error });
+  return new KubeTransportError(method, path, { cause: error });
+}
+
 /**
  * `dispatcher` with `fence` checked once more at the instant undici writes the request on its socket
  * (`onRequestStart`, synchronous with the write). Between `request()` and that write a connection may still be
@@ -225,9 +232,7 @@ export function createKubeClient(config: KubeConfig, limiter: RequestLimiter, ob
         });
       } catch (error) {
         observe?.(method, 0);
-        if (error instanceof FencedError) throw error;
-        if (options.fence?.signal.aborted === true) throw new FencedError(`${method} ${path}: aborted: leadership was lost`, { cause: error });
-        throw new KubeTransportError(method, path, { cause: error });
+        throw sendFailure(method, path, error, options.fence);
       }
       observe?.(method, response.statusCode);
       // A rotated token: derive the headers once more before giving up.
