@@ -43,7 +43,10 @@ export function createWriteBackMetrics(registry: Registry): WriteBackMetrics {
     labelNames: ['cause', CLUSTER_LABEL] as const,
     registers: [registry],
   });
+  // Scraped as 0 from the start (not "no data"), as before the cluster label:
+  // an unlabelled zero series, which hub mode's per-cluster series add to.
   commits.inc(0);
+  changeToCommitSeconds.zero({});
   return {
     commits,
     pushFailures,

@@ -280,6 +280,15 @@ describe('write-back per cluster (hub mode, ADR 0026)', () => {
 });
 
 describe('write-back metrics', () => {
+  it('from the start, before any write-back: zero commits and an empty latency histogram are scraped, so a dashboard sees 0, not no data', async () => {
+    const registry = new Registry();
+    createWriteBackMetrics(registry);
+    const text = await registry.metrics();
+    assert.match(text, /^driftless_writeback_commits_total 0$/m);
+    assert.match(text, /^driftless_writeback_change_to_commit_seconds_count 0$/m);
+    assert.match(text, /^# TYPE driftless_writeback_push_failures_total counter$/m);
+  });
+
   it('one batch of two changes: one commit counted, each change\'s latency from its first sight; a failed run: one failure by kind', async () => {
     const registry = new Registry();
     const metrics = createWriteBackMetrics(registry);
