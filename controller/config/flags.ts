@@ -287,7 +287,13 @@ export const CONTROLLER_FLAGS: readonly ControllerFlagSpec[] = Object.freeze([
     type: 'integer',
     range: { min: 1, max: 5000 },
     default: '100',
-    description: 'ConfigMaps and Secrets are listed in pages of this many objects, so memory does not grow with a namespace\'s payload.',
+    description: 'Where a collection is listed in pages (see --streaming-list), pages of at most this many objects, and of about 512 KB, so memory does not grow with a namespace\'s payload.',
+  }),
+  flag({
+    name: 'streaming-list',
+    type: 'boolean',
+    default: 'true',
+    description: 'Each collection\'s first list (and a relist after 410) is a streaming one: a watch with sendInitialEvents (KEP-3157, as client-go\'s WatchListClient), one request whose objects the API server sends one by one from its watch cache, instead of a LIST page per --list-page-size under --kube-qps. An API server that refuses it (the WatchList feature off) is listed in pages.',
   }),
   flag({
     name: 'http-addr',

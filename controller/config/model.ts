@@ -126,6 +126,8 @@ export interface ControllerConfig {
   readonly logLevel: LogLevel;
   /** Page size of ConfigMap and Secret lists (`limit`), so a list never holds a namespace's payload at once. */
   readonly listPageSize: number;
+  /** Lists are streamed (a watch with `sendInitialEvents`) where the API server allows it; else paged. */
+  readonly streamingList: boolean;
   /** Where /healthz, /readyz and /metrics listen (port 0: any free port). */
   readonly httpAddr: string;
   /** Campaign for a Lease; only the leader writes. */

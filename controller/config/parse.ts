@@ -130,6 +130,7 @@ function readSettings(reader: FlagReader, scope: Scope, lease: Lease) {
     argocdSyncWindows: reader.read('argocd-sync-windows', asBoolean),
     logLevel: reader.read('log-level', asEnum) as LogLevel,
     listPageSize: reader.read('list-page-size', asInteger),
+    streamingList: reader.read('streaming-list', asBoolean),
     httpAddr: reader.readOptional('http-addr', asAddress) ?? (scope.kubeconfig.length > 0 ? '127.0.0.1:8080' : ':8080'),
     leaderElect: reader.read('leader-elect', asBoolean),
     leaderElectionNamespace: reader.readOptional('leader-election-namespace', asSingleNamespace),

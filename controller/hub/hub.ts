@@ -72,6 +72,7 @@ function hubReflectors(config: ControllerConfig, parts: HubParts, onChange: () =
     path: collectionPath(OTHER_RESOURCES.secrets, config.argocdNamespace),
     labelSelector: CLUSTER_SECRET_SELECTOR,
     pageSize: config.listPageSize,
+    streamingList: config.streamingList,
     reduce: reduceClusterSecret,
   }, common);
   const argocdCm = new Reflector<ArgoCdConfig>({
@@ -79,6 +80,7 @@ function hubReflectors(config: ControllerConfig, parts: HubParts, onChange: () =
     path: collectionPath(OTHER_RESOURCES.configMaps, config.argocdNamespace),
     fieldSelector: 'metadata.name=argocd-cm',
     pageSize: 1,
+    streamingList: config.streamingList,
     // Without the permission the in-cluster destination stays on, as it is without argocd-cm.
     offWhenForbidden: true,
     reduce: reduceArgoCdConfig,

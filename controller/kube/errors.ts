@@ -58,6 +58,14 @@ export function isGone(error: unknown): boolean {
   return error instanceof KubeApiError && error.status === 410;
 }
 
+/**
+ * 400/422 on a request with options the server does not know: a streaming list (`sendInitialEvents`) asked of an API
+ * server whose WatchList feature is off, or older than 1.27, which refuses `resourceVersionMatch` on a watch.
+ */
+export function isRefusedOptions(error: unknown): boolean {
+  return error instanceof KubeApiError && (error.status === 400 || error.status === 422);
+}
+
 /** 404: the object (or the whole API) does not exist. */
 export function isNotFound(error: unknown): boolean {
   return error instanceof KubeApiError && error.status === 404;

@@ -4,7 +4,16 @@
  * client-node's informer (which stops for good on a non-410 error, resolves
  * `start()` even when the list failed, and sends no bookmarks):
  *
- * - the list is paged (`limit`/`continue`), and each page is reduced and
+ * - with `streamingList`, the list is a streaming one (KEP-3157, client-go's
+ *   WatchListClient): a watch with `sendInitialEvents=true` that the API server
+ *   answers with every object, one event each, from its watch cache, then a
+ *   bookmark marked `k8s.io/initial-events-end` at which the store is whole and
+ *   synced, and the same stream goes on as the watch. One request instead of a
+ *   page per few hundred KB under the client's rate limit, and one object in
+ *   memory at a time. An API server that refuses the options (400/422: the
+ *   WatchList feature off, or older than 1.27) is listed in pages from then on;
+ *   a stream that ends before its bookmark is followed by one paged list;
+ * - otherwise the list is paged (`limit`/`continue`), and each page is reduced and
  *   dropped before the next is fetched, so a namespace of 64 KiB Secrets costs
  *   no more memory than one of 1 KiB Secrets;
  * - 410 Gone (on the watch, or on an expired continue token) → relist; a
@@ -29,8 +38,8 @@
  *   served from the watch cache but may be older than what the controller
  *   already acted on, and the cache ignores `limit`, so one list of every
  *   Secret would be held in memory at once (ADR 0008);
- * - `synced` turns true after the first complete list (or the first 404 of an
- *   absent API: known to be empty), never before.
+ * - `synced` turns true after the first complete list, streamed or paged (or
+ *   the first 404 of an absent API: known to be empty), never before.
  *
  * Handlers get (previous, next) summaries and must only enqueue: a handler that
  * throws is logged and the loop goes on.
@@ -39,7 +48,7 @@ import type { Logger } from 'pino';
 import { sleep, type Clock } from '../clock.ts';
 import { stackOf } from '../error-summary.ts';
 import type { KubeClient } from './client.ts';
-import { KubeApiError, failureWords, isForbidden, isGone, isNotFound } from './errors.ts';
+import { KubeApiError, failureWords, isForbidden, isGone, isNotFound, isRefusedOptions } from './errors.ts';
 
 /** What a reflector lists and watches, and how it reduces objects. */
 export interface ReflectorSpec<S> {
@@ -51,6 +60,11 @@ export interface ReflectorSpec<S> {
   readonly fieldSelector?: string | undefined;
   /** Page size of lists. */
   readonly pageSize: number;
+  /**
+   * List by a streaming watch (`sendInitialEvents`) rather than in pages, where the API server allows it
+   * (`--streaming-list`; default false here, so a caller chooses).
+   */
+  readonly streamingList?: boolean;
   /**
    * Cuts a raw object down to its summary, given the summary it replaces.
    * `undefined` drops the object (out of scope). Must keep no reference into
@@ -110,7 +124,12 @@ export interface ReflectorStats {
   shortWatches: number;
   /** Paged lists cut short by an expired continue token (410). */
   cutShortLists: number;
+  /** Lists completed by a stream's `initial-events-end` bookmark (a subset of `lists`). */
+  streamedLists: number;
 }
+
+/** The annotation of the bookmark that ends a streaming list's initial events (`metav1.InitialEventsAnnotationKey`). */
+export const INITIAL_EVENTS_END = 'k8s.io/initial-events-end';
 
 /** The `namespace/name` key of a raw object. */
 export function objectKey(raw: unknown): string {
@@ -118,6 +137,11 @@ export function objectKey(raw: unknown): string {
   const namespace = typeof metadata?.namespace === 'string' ? metadata.namespace : '';
   const name = typeof metadata?.name === 'string' ? metadata.name : '';
   return namespace === '' ? name : `${namespace}/${name}`;
+}
+
+function isInitialEventsEnd(raw: unknown): boolean {
+  const annotations = (raw as { metadata?: { annotations?: Record<string, unknown> } } | null)?.metadata?.annotations;
+  return annotations?.[INITIAL_EVENTS_END] === 'true';
 }
 
 function resourceVersionOf(raw: unknown): string {
@@ -128,6 +152,12 @@ function resourceVersionOf(raw: unknown): string {
 interface ListPage {
   readonly items?: unknown[];
   readonly metadata?: { readonly resourceVersion?: string; readonly continue?: string };
+}
+
+/** A streamed list under way: the keys its initial events named, and whether its closing bookmark came. */
+interface InitialList {
+  readonly seen: Set<string>;
+  done: boolean;
 }
 
 interface WatchEvent {
@@ -181,7 +211,7 @@ function nextFailures(failures: number, previous: FailureKind | undefined, kind:
 /** One collection, listed and watched until `stop()`. */
 export class Reflector<S> {
   readonly spec: ReflectorSpec<S>;
-  readonly stats: ReflectorStats = { lists: 0, watches: 0, errors: 0, shortWatches: 0, cutShortLists: 0 };
+  readonly stats: ReflectorStats = { lists: 0, watches: 0, errors: 0, shortWatches: 0, cutShortLists: 0, streamedLists: 0 };
   readonly #store = new Map<string, S>();
   readonly #client: KubeClient;
   readonly #timing: ReflectorTiming;
@@ -204,6 +234,12 @@ export class Reflector<S> {
   #pageLimit: number;
   /** The next list is unpaged: paged ones were cut short twice in a row. */
   #unpaged = false;
+  /** Lists are streamed: asked for, and not refused by the API server. */
+  #streaming: boolean;
+  /** The next list is paged: a streamed one ended before its last object. */
+  #pagedOnce = false;
+  /** While a streamed list's initial events arrive: the keys seen so far. */
+  #initial: InitialList | undefined;
   readonly #syncWaiters: (() => void)[] = [];
 
   constructor(spec: ReflectorSpec<S>, deps: { client: KubeClient; timing: ReflectorTiming; clock: Clock; log: Logger; onChange: ChangeHandler<S>; hooks?: ReflectorHooks; reachability?: Reachability }) {
@@ -216,6 +252,7 @@ export class Reflector<S> {
     this.#hooks = deps.hooks ?? {};
     this.#reachability = deps.reachability ?? new Reachability();
     this.#pageLimit = Math.min(spec.pageSize, FIRST_PAGE_LIMIT);
+    this.#streaming = spec.streamingList === true;
   }
 
   /** The reduced objects by `namespace/name`. */
@@ -322,12 +359,21 @@ export class Reflector<S> {
     let nextResync = this.#clock.now() + resyncDelay();
     while (!signal.aborted) {
       try {
-        if (this.#resourceVersion === '' || this.#clock.now() >= nextResync) {
+        const listDue = this.#resourceVersion === '' || this.#clock.now() >= nextResync;
+        if (listDue && this.#streaming && !this.#pagedOnce) {
+          if (await this.#streamList(signal, nextResync)) {
+            failures = 0;
+            nextResync = this.#clock.now() + resyncDelay();
+          }
+          continue;
+        }
+        if (listDue) {
           listing = true;
           await this.#list(signal);
           listing = false;
           cutShortInARow = 0;
           this.#unpaged = false;
+          this.#pagedOnce = false;
           nextResync = this.#clock.now() + resyncDelay();
           this.#absent = false;
           this.#markSynced(true);
@@ -355,33 +401,71 @@ export class Reflector<S> {
         const kind = failureKind(error, this.#resourceVersion);
         failures = nextFailures(failures, lastFailure, kind);
         lastFailure = kind;
-        const answered = kind !== 'unanswered';
-        if (this.spec.offWhenForbidden === true && isForbidden(error) && this.#resourceVersion === '') {
-          this.#log.warn({ err: error }, 'not allowed to list; this optional watch is off until the controller restarts');
-          this.#disabled = true;
-          this.#failing = false;
-          this.#markSynced(true);
-          break;
-        }
-        if (kind === 'absent') {
-          // The API is not installed (yet): an empty collection, checked again after a backoff.
-          if (!this.#absent) this.#log.info('the API is not installed; checking again periodically');
-          this.#absent = true;
-          // The API server answered: an API it does not serve is no failure (an optional CRD absent).
-          this.#failing = false;
-          for (const [key, previous] of this.#store) {
-            this.#store.delete(key);
-            this.#emit(key, previous, undefined);
-          }
-          this.#markSynced(true);
-        } else {
-          this.#failing = true;
-          this.#failure = failureWords(error);
-          this.#log.warn({ err: error, attempt: failures }, 'list/watch failed; retrying after a backoff');
-        }
-        await this.#backOff(failures, answered, signal);
+        if (!this.#noteFailure(error, kind, failures)) break;
+        await this.#backOff(failures, kind !== 'unanswered', signal);
       }
     }
+  }
+
+  /**
+   * A failed list or watch other than a 410: what it says of the collection (absent, failing, or off for good),
+   * logged. False when an optional watch is now off for good and the loop ends.
+   */
+  #noteFailure(error: unknown, kind: FailureKind, failures: number): boolean {
+    if (this.spec.offWhenForbidden === true && isForbidden(error) && this.#resourceVersion === '') {
+      this.#log.warn({ err: error }, 'not allowed to list; this optional watch is off until the controller restarts');
+      this.#disabled = true;
+      this.#failing = false;
+      this.#markSynced(true);
+      return false;
+    }
+    if (kind === 'absent') {
+      // The API is not installed (yet): an empty collection, checked again after a backoff.
+      if (!this.#absent) this.#log.info('the API is not installed; checking again periodically');
+      this.#absent = true;
+      // The API server answered: an API it does not serve is no failure (an optional CRD absent).
+      this.#failing = false;
+      for (const [key, previous] of this.#store) {
+        this.#store.delete(key);
+        this.#emit(key, previous, undefined);
+      }
+      this.#markSynced(true);
+    } else {
+      this.#failing = true;
+      this.#failure = failureWords(error);
+      this.#log.warn({ err: error, attempt: failures }, 'list/watch failed; retrying after a backoff');
+    }
+    return true;
+  }
+
+  /**
+   * A streaming list: the objects as a watch's initial events, then the stream goes on as the watch until it ends.
+   * True when the list completed (its `initial-events-end` bookmark came). An API server that refuses the options
+   * turns streaming off for good; one whose stream ends before the bookmark gets a paged list next. Any other error
+   * is the loop's, as a watch's.
+   */
+  async #streamList(signal: AbortSignal, resyncAt: number): Promise<boolean> {
+    this.stats.lists++;
+    const initial: InitialList = { seen: new Set(), done: false };
+    this.#initial = initial;
+    try {
+      await this.#watch(signal, resyncAt, true);
+    } catch (error) {
+      if (initial.done || !isRefusedOptions(error) || signal.aborted) throw error;
+      this.#streaming = false;
+      this.#log.info({ status: error instanceof KubeApiError ? error.status : undefined }, 'the API server does not stream lists (sendInitialEvents); listing in pages');
+      return false;
+    } finally {
+      this.#initial = undefined;
+    }
+    if (initial.done) return true;
+    if (!signal.aborted) {
+      // Its objects came in any order of resourceVersion: no watch can resume from any of them.
+      this.#resourceVersion = '';
+      this.#pagedOnce = true;
+      this.#log.warn('a streamed list ended before its last object; listing in pages once');
+    }
+    return false;
   }
 
   /**
@@ -443,10 +527,7 @@ export class Reflector<S> {
       for (const raw of page.items ?? []) {
         const key = objectKey(raw);
         seen.add(key);
-        const previous = this.#store.get(key);
-        // Unchanged since we last saw it: no need to reduce (and digest) it again.
-        if (previous !== undefined && resourceVersionOf(raw) !== '' && this.#resourceVersionOfSummary(previous) === resourceVersionOf(raw)) continue;
-        this.#upsert(raw);
+        if (!this.#unchanged(key, raw)) this.#upsert(raw);
       }
       continueToken = page.metadata?.continue || undefined;
       resourceVersion = page.metadata?.resourceVersion ?? '';
@@ -461,17 +542,38 @@ export class Reflector<S> {
     this.#hooks.onList?.();
   }
 
-  #resourceVersionOfSummary(summary: S): string {
-    const version = (summary as { resourceVersion?: unknown }).resourceVersion;
-    return typeof version === 'string' ? version : '';
+  /** Unchanged since we last saw it (a relist): no need to reduce (and digest) it again. */
+  #unchanged(key: string, raw: unknown): boolean {
+    const previous = this.#store.get(key);
+    if (previous === undefined) return false;
+    const version = resourceVersionOf(raw);
+    const summarised = (previous as { resourceVersion?: unknown }).resourceVersion;
+    return version !== '' && summarised === version;
+  }
+
+  /** A streamed list's closing bookmark: objects it did not name are gone; the store is whole and synced. */
+  #finishInitialList(initial: InitialList): void {
+    initial.done = true;
+    this.#initial = undefined;
+    for (const [key, previous] of this.#store) {
+      if (initial.seen.has(key)) continue;
+      this.#store.delete(key);
+      this.#emit(key, previous, undefined);
+    }
+    this.stats.streamedLists++;
+    this.#absent = false;
+    this.#pagedOnce = false;
+    this.#hooks.onList?.();
+    this.#markSynced(true);
   }
 
   /**
-   * Watches from the stored resourceVersion until the server closes the
+   * Watches from the stored resourceVersion (or, `streaming`, from a consistent
+   * read of the collection, its objects sent first) until the server closes the
    * stream, the stream goes silent, or the resync is due. Returns whether any
    * event arrived (a healthy watch resets the backoff).
    */
-  async #watch(signal: AbortSignal, resyncAt: number): Promise<boolean> {
+  async #watch(signal: AbortSignal, resyncAt: number, streaming = false): Promise<boolean> {
     this.stats.watches++;
     this.#hooks.onWatch?.();
     const stream = new AbortController();
@@ -483,11 +585,9 @@ export class Reflector<S> {
     const timeoutSeconds = Math.max(1, Math.min(untilResync, Math.floor(this.#timing.silenceMs / 1000) - 1, 300 + Math.floor(Math.random() * 60)));
     let received = false;
     try {
-      const { lines } = await this.#client.watch(this.spec.path, this.#query({
-        resourceVersion: this.#resourceVersion,
-        allowWatchBookmarks: true,
-        timeoutSeconds,
-      }), stream.signal);
+      // A streaming list names no resourceVersion: "NotOlderThan" nothing is a consistent read (KEP-3157).
+      const from = streaming ? { sendInitialEvents: true, resourceVersionMatch: 'NotOlderThan' } : { resourceVersion: this.#resourceVersion };
+      const { lines } = await this.#client.watch(this.spec.path, this.#query({ ...from, allowWatchBookmarks: true, timeoutSeconds }), stream.signal);
       // An open watch is alive even before its first event (a quiet collection).
       this.#lastActivity = this.#clock.now();
       this.#failing = false;
@@ -521,10 +621,16 @@ export class Reflector<S> {
   }
 
   #apply(event: WatchEvent): void {
+    const initial = this.#initial;
     switch (event.type) {
       case 'ADDED':
       case 'MODIFIED':
-        this.#upsert(event.object);
+        if (initial === undefined) this.#upsert(event.object);
+        else {
+          const key = objectKey(event.object);
+          initial.seen.add(key);
+          if (!this.#unchanged(key, event.object)) this.#upsert(event.object);
+        }
         break;
       case 'DELETED':
         this.#remove(event.object);
@@ -539,7 +645,10 @@ export class Reflector<S> {
       default:
         throw new Error(`unknown watch event type ${String(event.type)} from ${this.spec.name}`);
     }
+    // The initial events come in no order of resourceVersion: only the closing bookmark's is one to watch from.
+    if (initial !== undefined && event.type !== 'BOOKMARK') return;
     const version = resourceVersionOf(event.object);
     if (version !== '') this.#resourceVersion = version;
+    if (initial !== undefined && isInitialEventsEnd(event.object)) this.#finishInitialList(initial);
   }
 }

@@ -13,7 +13,7 @@ import type { ClusterControllerMetrics } from '../metrics.ts';
 import type { AnyWatch } from './watches.ts';
 
 /** The reflectors' settings. */
-export type ReflectorSettings = Pick<ControllerConfig, 'watchSilenceTimeout' | 'relistPeriod' | 'listPageSize'>;
+export type ReflectorSettings = Pick<ControllerConfig, 'watchSilenceTimeout' | 'relistPeriod' | 'listPageSize' | 'streamingList'>;
 
 /** What the reflectors need. */
 export interface ReflectorDeps {
@@ -42,6 +42,7 @@ export function createReflectors(watches: readonly AnyWatch[], settings: Reflect
       name,
       path: collectionPath(resource, namespace),
       pageSize: settings.listPageSize,
+      streamingList: settings.streamingList,
       labelSelector: watch.labelSelector,
       fieldSelector: watch.fieldSelector,
       ...(watch.offWhenForbidden === undefined ? {} : { offWhenForbidden: watch.offWhenForbidden }),

@@ -43,6 +43,12 @@ export interface ClusterOptions {
    */
   readonly watchCache?: boolean;
   /**
+   * The API server's WatchList feature (default true, as in Kubernetes 1.34+): with false it refuses a streaming
+   * list (`sendInitialEvents`, 422), as an API server with the feature off does, so a client's fallback to paged
+   * lists meets the real refusal.
+   */
+  readonly watchList?: boolean;
+  /**
    * Write the API server's audit log (default false): every write at Metadata level with
    * its user, read with `cluster.audit()`. See `audit.ts`.
    */
@@ -207,6 +213,11 @@ async function exists(client: ApiClient, path: string): Promise<boolean> {
   return (await client.send('GET', path)).status === 200;
 }
 
+/** The API server's flags for the options about how it serves lists and watches. */
+function storageFlags(options: Pick<ClusterOptions, 'watchCache' | 'watchList'>): string[] {
+  return [...(options.watchCache === false ? ['--watch-cache=false'] : []), ...(options.watchList === false ? ['--feature-gates=WatchList=false'] : [])];
+}
+
 /**
  * Starts a cluster, building the binaries first if the cache lacks them.
  * @throws {ClusterStartError} with the failing component's log tail.
@@ -339,7 +350,7 @@ export async function startCluster(options: ClusterOptions = {}): Promise<Cluste
         '--endpoint-reconciler-type=none',
         '--allow-privileged=true',
         '--profiling=false',
-        ...(options.watchCache === false ? ['--watch-cache=false'] : []),
+        ...storageFlags(options),
         // Appended across restarts: the same file holds the whole run.
         ...(auditLogPath === undefined ? [] : auditFlags(auditPolicyPath, auditLogPath)),
       ],

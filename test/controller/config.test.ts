@@ -80,6 +80,7 @@ describe('parseControllerConfig: defaults', () => {
       argocdSyncWindows: true,
       logLevel: 'info',
       listPageSize: 100,
+      streamingList: true,
       httpAddr: ':8080',
       leaderElect: false,
       leaderElectionNamespace: undefined,

@@ -10,6 +10,9 @@
  * the test rotates a Secret of the first page and compacts etcd past the token's revision, then
  * forwards the request unchanged. A compaction alone (`--etcd-compaction-interval`) would land
  * between two pages only by luck.
+ *
+ * The API server's WatchList feature is off, so the controller's streaming list (the default) meets the
+ * real refusal (422) and falls back to the paged lists this file is about.
  */
 import assert from 'node:assert/strict';
 import type { KubeList } from '../cluster/api.ts';
@@ -19,7 +22,7 @@ import { startApiProxy, type HeldAnswer } from './support/api-proxy.ts';
 import { startControllerProcess } from './support/process.ts';
 import { COLLECTIONS, eventSummary, eventsFor, read, rotateSecret, secret, uids, waitForEvent, waitForReadyPods, workload } from './support/fixtures.ts';
 
-const fixture = useCluster({ watchCache: false });
+const fixture = useCluster({ watchCache: false, watchList: false });
 
 const FILLERS = 9;
 const PAGE_SIZE = 2;
@@ -107,6 +110,8 @@ fixture.test('a LIST whose continue token expires between pages is restarted fro
     assert.notEqual(now, recorded, 'the rotated digest is recorded');
     // How: the reflector of Secrets took the 410 for what it is and listed again from the start.
     await controller.waitForLog('the relist after the 410', (line) => line.msg === 'a paged list was cut short: its continue token expired (410); listing again from the first page' && line['reflector'] === `secrets in ${namespace}`);
+    // Paged because the API server refused the streaming list, as one with WatchList off does.
+    await controller.waitForLog('the refused streaming list', (line) => line.msg === 'the API server does not stream lists (sendInitialEvents); listing in pages' && line['reflector'] === `secrets in ${namespace}` && line['status'] === 422);
   } finally {
     await controller.stop();
     await proxy.close();

@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { create, useCluster, waitForDeploymentRollout } from '../cluster/testing.ts';
+import { metricSum } from '../support/prometheus.ts';
 import { waitFor } from '../support/wait.ts';
 import { startControllerProcess, type ControllerProcess } from './support/process.ts';
 import { COLLECTIONS, createExternalSecret, eventsFor, rotateSecret, uids, waitForEvent, waitForReadyPods, workload } from './support/fixtures.ts';
@@ -27,10 +28,23 @@ fixture.test('health, readiness and metrics are served over HTTP, and nothing el
   await createExternalSecret(api, namespace, 'db', 'one');
   await create(api, COLLECTIONS.Deployment(namespace), workload('Deployment', 'app', { replicas: 2, uses: { secret: 'db' } }));
   await waitForDeploymentRollout(api, namespace, 'app');
+  // The API server's own count of what was asked of it: streamed lists (KEP-3157) and LISTs of Secrets.
+  const apiServer = async (): Promise<{ streamed: number; listed: number }> => {
+    const text = String((await api.send<string>('GET', '/metrics')).body);
+    return {
+      streamed: metricSum(text, 'apiserver_watch_list_duration_seconds_count', 'resource="secrets"'),
+      listed: metricSum(text, 'apiserver_request_total', 'verb="LIST"', 'resource="secrets"'),
+    };
+  };
+  const before = await apiServer();
   const controller = await startControllerProcess(cluster, { args: [`--namespaces=${namespace}`] });
   try {
     const base = await httpBase(controller);
     await controller.ready();
+    // Ready from a streamed list of Secrets, not from LIST pages (--streaming-list, on by default).
+    const after = await apiServer();
+    assert.equal(after.listed, before.listed, 'no LIST of Secrets');
+    assert.ok(after.streamed > before.streamed, `a streamed list of Secrets (${before.streamed} → ${after.streamed})`);
     assert.equal((await get(`${base}/healthz`)).status, 200);
     assert.equal((await get(`${base}/readyz`)).status, 200);
     assert.equal((await get(`${base}/debug/pprof`)).status, 404);

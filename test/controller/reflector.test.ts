@@ -4,7 +4,7 @@ import { pino } from 'pino';
 import { FakeClock, settle } from '../support/fake-clock.ts';
 import type { KubeClient, RequestOptions, WatchStream } from '../../controller/kube/client.ts';
 import { KubeApiError, KubeTransportError } from '../../controller/kube/errors.ts';
-import { FIRST_PAGE_LIMIT, PAGE_TARGET_BYTES, Reachability, Reflector, type ReflectorTiming } from '../../controller/kube/reflector.ts';
+import { FIRST_PAGE_LIMIT, INITIAL_EVENTS_END, PAGE_TARGET_BYTES, Reachability, Reflector, type ReflectorTiming } from '../../controller/kube/reflector.ts';
 
 type Query = Readonly<Record<string, string | number | boolean | undefined>>;
 
@@ -80,7 +80,7 @@ const TIMING: ReflectorTiming = { silenceMs: 60_000, relistMs: 3_600_000, backof
 
 type Change = readonly [key: string, previous: string | undefined, next: string | undefined];
 
-function start(client: ScriptedClient, options: { clock?: FakeClock; onChange?: (change: Change) => void; offWhenForbidden?: boolean; pageSize?: number; reachability?: Reachability; onList?: () => void } = {}) {
+function start(client: ScriptedClient, options: { clock?: FakeClock; onChange?: (change: Change) => void; offWhenForbidden?: boolean; pageSize?: number; reachability?: Reachability; onList?: () => void; streamingList?: boolean } = {}) {
   const clock = options.clock ?? new FakeClock(1_000_000);
   const changes: Change[] = [];
   const reflector = new Reflector<Summary>({
@@ -89,6 +89,7 @@ function start(client: ScriptedClient, options: { clock?: FakeClock; onChange?: 
     labelSelector: 'team=a',
     pageSize: options.pageSize ?? 2,
     ...(options.offWhenForbidden === undefined ? {} : { offWhenForbidden: options.offWhenForbidden }),
+    ...(options.streamingList === undefined ? {} : { streamingList: options.streamingList }),
     reduce: (raw) => {
       const object = raw as { metadata: { resourceVersion: string }; data: { v: string } };
       return { resourceVersion: object.metadata.resourceVersion, value: object.data.v };
@@ -483,5 +484,91 @@ test('failing from a failed list until the API server answers again, whether wit
   await clock.advanceAsync(2_000);
   await until('the third list', () => client.lists.length === 3 && client.watches.length === 1);
   assert.equal(reflector.failing, false);
+  await reflector.stop();
+});
+
+/** The bookmark that closes a streaming list's initial events, at `resourceVersion`. */
+function initialEventsEnd(resourceVersion: string): unknown {
+  return { type: 'BOOKMARK', object: { kind: 'ConfigMap', metadata: { resourceVersion, annotations: { [INITIAL_EVENTS_END]: 'true' } } } };
+}
+
+const added = (object: unknown): unknown => ({ type: 'ADDED', object });
+
+test('a streaming list: one watch with sendInitialEvents and no LIST; synced at the closing bookmark, not before; the stream goes on as the watch', async () => {
+  const client = new ScriptedClient([], [
+    { lines: [added(cm('a', '7')), added(cm('b', '3'))], end: 'close' },
+    { lines: [added(cm('a', '7')), added(cm('b', '3')), initialEventsEnd('20'), { type: 'MODIFIED', object: cm('a', '21', 'a2') }], end: 'hang' },
+  ]);
+  let lists = 0;
+  const { reflector, changes } = start(client, { streamingList: true, onList: () => lists++ });
+  // The first stream ends before its bookmark: not synced, and its objects' versions are none to watch from.
+  await until('the paged list after the cut stream', () => client.lists.length === 1);
+  assert.equal(reflector.synced, false, 'a stream that never said it was whole does not sync');
+  assert.equal(reflector.stats.streamedLists, 0);
+  assert.equal(client.watches[0]?.['resourceVersion'], undefined, 'a consistent read: no resourceVersion');
+  assert.deepEqual(client.watches[0], { labelSelector: 'team=a', fieldSelector: undefined, sendInitialEvents: true, resourceVersionMatch: 'NotOlderThan', allowWatchBookmarks: true, timeoutSeconds: client.watches[0]?.['timeoutSeconds'] });
+  await reflector.stop();
+  assert.deepEqual(changes, [['prod/a', undefined, 'a'], ['prod/b', undefined, 'b']]);
+
+  const streamed = new ScriptedClient([], [
+    { lines: [added(cm('a', '7')), added(cm('b', '3')), initialEventsEnd('20'), { type: 'MODIFIED', object: cm('a', '21', 'a2') }], end: 'hang' },
+  ]);
+  const second = start(streamed, { streamingList: true, onList: () => lists++ });
+  await second.reflector.whenSynced();
+  await until('the event after the bookmark', () => second.changes.length === 3);
+  assert.equal(streamed.lists.length, 0, 'no LIST request');
+  assert.equal(streamed.watches.length, 1, 'one request: the list and the watch');
+  assert.deepEqual(second.changes, [['prod/a', undefined, 'a'], ['prod/b', undefined, 'b'], ['prod/a', 'a', 'a2']]);
+  assert.equal(second.reflector.stats.streamedLists, 1);
+  assert.equal(second.reflector.stats.lists, 1);
+  assert.equal(lists, 1, 'the streamed list counts as the one list (driftless_relists_total); the cut one did not');
+  await second.reflector.stop();
+});
+
+test('a stream cut before its bookmark: one paged list, then the watch from its resourceVersion; the next relist streams again', async () => {
+  const client = new ScriptedClient([{ items: [cm('a', '1')], resourceVersion: '10' }], [
+    { lines: [added(cm('a', '1'))], end: 'close' },
+    { lines: [{ type: 'ERROR', object: { kind: 'Status', code: 410, reason: 'Expired', message: 'too old resource version' } }], end: 'hang' },
+    { lines: [added(cm('a', '1')), added(cm('c', '12')), initialEventsEnd('30')], end: 'hang' },
+  ]);
+  const { reflector, changes } = start(client, { streamingList: true });
+  await until('the stream after the 410', () => client.watches.length === 3);
+  assert.equal(client.watches[1]?.['resourceVersion'], '10', 'the watch after the paged list');
+  assert.equal(client.watches[2]?.['sendInitialEvents'], true, 'paged once only: the relist after the 410 streams');
+  await until('the streamed relist', () => reflector.stats.streamedLists === 1);
+  assert.equal(client.lists.length, 1);
+  assert.deepEqual(changes, [['prod/a', undefined, 'a'], ['prod/c', undefined, 'c']], 'a unchanged (same resourceVersion): not reduced again');
+  await reflector.stop();
+});
+
+test('an API server that refuses the streaming list (422, WatchList off) is listed in pages from then on, after a 410 too', async () => {
+  const refused = new KubeApiError('WATCH', '/api/v1/namespaces/prod/configmaps', 422, 'Invalid', 'sendInitialEvents: Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled');
+  const client = new ScriptedClient([
+    { items: [cm('a', '1')], resourceVersion: '10' },
+    { items: [cm('a', '1'), cm('b', '11')], resourceVersion: '12' },
+  ], [
+    refused,
+    { lines: [{ type: 'ERROR', object: { kind: 'Status', code: 410, reason: 'Expired', message: 'too old resource version' } }], end: 'hang' },
+  ]);
+  const { reflector } = start(client, { streamingList: true });
+  await reflector.whenSynced();
+  assert.equal(reflector.stats.errors, 0, 'a refusal is an answer, not a failure to back off from');
+  await until('the watch after the relist', () => client.watches.length === 3);
+  assert.equal(client.lists.length, 2);
+  assert.equal(client.watches[2]?.['resourceVersion'], '12');
+  assert.equal(client.watches[2]?.['sendInitialEvents'], undefined);
+  assert.deepEqual([...reflector.store.keys()], ['prod/a', 'prod/b']);
+  await reflector.stop();
+});
+
+test('a streamed relist removes the objects its initial events did not name', async () => {
+  const client = new ScriptedClient([], [
+    { lines: [added(cm('a', '1')), added(cm('b', '2')), initialEventsEnd('10'), { type: 'ERROR', object: { kind: 'Status', code: 410, reason: 'Expired', message: 'too old resource version' } }], end: 'hang' },
+    { lines: [added(cm('b', '2')), initialEventsEnd('20')], end: 'hang' },
+  ]);
+  const { reflector, changes } = start(client, { streamingList: true });
+  await until('the second stream whole', () => reflector.stats.streamedLists === 2);
+  assert.deepEqual([...reflector.store.keys()], ['prod/b']);
+  assert.deepEqual(changes, [['prod/a', undefined, 'a'], ['prod/b', undefined, 'b'], ['prod/a', 'a', undefined]]);
   await reflector.stop();
 });
