@@ -5,10 +5,12 @@
  * ServiceAccount with full rights in the spoke, its bearer token, the CA).
  * A rotation in each spoke restarts there; a cluster Secret added later is
  * picked up; a refused one is said (Event, metric); every metric of a spoke's
- * pipeline names its cluster; a spoke whose API server is stopped degrades
- * only itself and is said down, then back, by Events in the hub; a rotated
- * token reconnects; a deleted cluster Secret means no more writes there (the
- * spoke's audit log) and no more series of it in /metrics.
+ * pipeline names its cluster; a spoke whose API server is stopped in the
+ * middle of a restart degrades only itself and is said down, then back, by
+ * Events in the hub, and its restart finishes once it is back, every pod
+ * replaced once; a rotated token reconnects; a cluster Secret deleted in the
+ * middle of a restart means no more writes there (the spoke's audit log) and
+ * no more series of it in /metrics.
  */
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
@@ -19,8 +21,10 @@ import { installArgoCdCrds } from '../cluster/argocd.ts';
 import { create, waitForDeploymentRollout } from '../cluster/testing.ts';
 import { waitFor } from '../support/wait.ts';
 import { clusterId } from '../../controller/hub/destinations.ts';
-import { COLLECTIONS, SECRET_VALUE, eventsFor, read, rotateSecret, secret, uids, waitForEvent, waitForReadyPods, workload } from './support/fixtures.ts';
+import { COLLECTIONS, SECRET_VALUE, eventSummary, eventsFor, read, rotateSecret, secret, uids, waitForEvent, waitForReadyPods, workload } from './support/fixtures.ts';
 import { findLeak } from './support/leak.ts';
+import { trackPods } from '../faults/support/pod-tracker.ts';
+import { assertReplacedExactlyOnce, createSecret, deployApps, waitForMidRestart, waitForRecords, waitForReplaced } from '../faults/support/scene.ts';
 import { startControllerProcess, type ControllerProcess, type LogLine } from './support/process.ts';
 
 const ARGOCD = 'argocd';
@@ -223,8 +227,37 @@ async function clusterEvents(hub: Cluster, secretName: string, reason: string): 
   return (await eventsFor(hub.admin, ARGOCD, secretName)).filter((e) => e['reason'] === reason);
 }
 
+/**
+ * spoke-a's API server stops in the middle of a restart there (3 pods, each replacement Ready 3 s after it is
+ * created): spoke-a alone is down, said so in the hub; spoke-b still restarts; once spoke-a is back, its restart
+ * finishes, every old pod evicted exactly once (its audit log), no replacement evicted, none missed.
+ */
 async function oneSpokeDown({ hub, a, b, controller, tokens }: Scene): Promise<void> {
   const secretUid = (await read(hub.admin, `${COLLECTIONS.Secret(ARGOCD)}/cluster-spoke-a`)).metadata?.uid;
+  await createSecret(a.cluster, a.ns, 'slow-db');
+  await deployApps(a.cluster, a.ns, ['slow'], { secret: 'slow-db', replicas: 3 });
+  await waitForRecords(a.cluster, a.ns, ['slow']);
+  const tracker = trackPods(a.cluster.admin, a.ns);
+  try {
+    await tracker.ready();
+    const old = tracker.live('slow');
+    const rotatedAt = Date.now();
+    await rotateSecret(a.cluster.admin, a.ns, 'slow-db', 'v2');
+    await waitForMidRestart(tracker, old);
+    await spokeADown({ hub, a, b, controller, tokens }, secretUid);
+    assert.ok(await waitForReplaced(a.cluster, tracker, a.ns, 'slow', old, 3, 120_000), 'spoke-a\'s restart finished once it was back');
+    await assertReplacedExactlyOnce(a.cluster, tracker, a.ns, 'slow', old, rotatedAt);
+    assert.deepEqual((await eventsFor(a.cluster.admin, a.ns, 'slow')).map(eventSummary).sort(), ['Normal RestartFinished x1', 'Normal RestartStarted x1']);
+  } finally {
+    tracker.stop();
+  }
+  const before = await recordedDigest(a.cluster.admin, a.ns);
+  await rotateAndWaitForRestart(a, 'v3');
+  await recordedDigest(a.cluster.admin, a.ns, before);
+}
+
+/** spoke-a's API server stopped, the checks while it is down, then started again and seen up (Events, metrics). */
+async function spokeADown({ hub, a, b, controller, tokens }: Scene, secretUid: string | undefined): Promise<void> {
   await a.cluster.stopApiServer();
   try {
     await waitFor('spoke-a down in /metrics', async () => (await metrics(controller)).includes('driftless_cluster_up{cluster="spoke-a"} 0'), { timeoutMs: 60_000 });
@@ -251,9 +284,6 @@ async function oneSpokeDown({ hub, a, b, controller, tokens }: Scene): Promise<v
   assert.equal(back['type'], 'Normal');
   assert.match(String(back['message']), /^Cluster spoke-a \(https:\/\/127\.0\.0\.1:\d+\) is back after \d+(m\d+)?s: /);
   assert.equal((await clusterEvents(hub, 'cluster-spoke-a', 'ClusterUnreachable')).length, 1, 'one Warning per outage');
-  const before = await recordedDigest(a.cluster.admin, a.ns);
-  await rotateAndWaitForRestart(a, 'v3');
-  await recordedDigest(a.cluster.admin, a.ns, before);
 }
 
 async function tokenRotated({ hub, b, controller, tokens }: Scene): Promise<void> {
@@ -277,19 +307,35 @@ async function tokenRotated({ hub, b, controller, tokens }: Scene): Promise<void
   assert.deepEqual([...new Set(evictions.map((e) => e.user.username))], [`system:serviceaccount:kube-system:${rotated}`], 'with the rotated identity only');
 }
 
+/**
+ * spoke-a's cluster Secret deleted in the middle of a restart there: the restart stops with the cluster (no write
+ * in spoke-a from then on, per its audit log; its old pods not yet replaced stay), a later rotation there does
+ * nothing, and spoke-b goes on.
+ */
 async function deletedNoMoreWrites({ hub, a, b, controller }: Scene): Promise<void> {
-  const from = controller.lines.length;
-  await hub.admin.request('DELETE', `${COLLECTIONS.Secret(ARGOCD)}/cluster-spoke-a`);
-  await controller.waitForLog('spoke-a stopped', logOf('spoke-a', 'stopped cluster'), { fromIndex: from });
-  const since = Date.now();
-  const podsA = await waitForReadyPods(a.cluster.admin, a.ns, 'app', 2);
-  await rotateSecret(a.cluster.admin, a.ns, 'db', 'v5');
-  // The controller is alive and acting: a rotation in spoke-b after the one in spoke-a restarts there.
-  const before = await recordedDigest(b.cluster.admin, b.ns);
-  await rotateAndWaitForRestart(b, 'v5');
-  await recordedDigest(b.cluster.admin, b.ns, before);
-  assert.deepEqual(await a.cluster.audit({ user: MANAGER_USER, since }), [], 'no write in spoke-a after its cluster Secret was deleted');
-  assert.deepEqual(uids(await waitForReadyPods(a.cluster.admin, a.ns, 'app', 2)), uids(podsA), 'spoke-a\'s pods untouched');
+  const tracker = trackPods(a.cluster.admin, a.ns);
+  try {
+    await tracker.ready();
+    const old = tracker.live('slow');
+    await rotateSecret(a.cluster.admin, a.ns, 'slow-db', 'v3');
+    await waitForMidRestart(tracker, old);
+    const from = controller.lines.length;
+    await hub.admin.request('DELETE', `${COLLECTIONS.Secret(ARGOCD)}/cluster-spoke-a`);
+    await controller.waitForLog('spoke-a stopped', logOf('spoke-a', 'stopped cluster'), { fromIndex: from });
+    const since = Date.now();
+    const podsA = await waitForReadyPods(a.cluster.admin, a.ns, 'app', 2);
+    await rotateSecret(a.cluster.admin, a.ns, 'db', 'v5');
+    // The controller is alive and acting: a rotation in spoke-b after the one in spoke-a restarts there.
+    const before = await recordedDigest(b.cluster.admin, b.ns);
+    await rotateAndWaitForRestart(b, 'v5');
+    await recordedDigest(b.cluster.admin, b.ns, before);
+    assert.deepEqual(await a.cluster.audit({ user: MANAGER_USER, since }), [], 'no write in spoke-a after its cluster Secret was deleted');
+    assert.deepEqual(uids(await waitForReadyPods(a.cluster.admin, a.ns, 'app', 2)), uids(podsA), 'spoke-a\'s pods untouched');
+    // By now the tracker has seen every eviction made before the stop (the audit log says none came after).
+    assert.ok(tracker.replacedOf(old) < old.length, `the restart under way stopped with its cluster: ${tracker.replacedOf(old)} of ${old.length} old pods replaced`);
+  } finally {
+    tracker.stop();
+  }
   const text = await metrics(controller);
   assert.ok(!text.includes('driftless_cluster_up{cluster="spoke-a"}'), 'a removed cluster has no gauge');
   assert.deepEqual(text.split('\n').filter((line) => line.includes('cluster="spoke-a"')), [], 'nor any other series (ADR 0027)');
@@ -306,7 +352,7 @@ describe('hub mode: one controller beside Argo CD manages every cluster Argo CD 
   test('a rotation in a registered spoke restarts there; its record stays in the hub, named by its cluster', run(restartsInSpokeA));
   test('a cluster Secret added later is picked up; a refused one is said by an Event and a metric', run(addedLaterAndRefused));
   test('an Application in the hub holds its spoke workload in a deny window, and only in the cluster it deploys to', run(syncWindowInSpoke));
-  test('a spoke whose API server is stopped is down alone: the other spoke still restarts, and the hub stays ready', run(oneSpokeDown));
+  test('a spoke whose API server is stopped mid-restart is down alone: the other spoke still restarts, the hub stays ready, and the restart finishes once it is back, every pod replaced once', run(oneSpokeDown));
   test('a rotated token reconnects: the old identity removed, the spoke restarts with the new one', run(tokenRotated));
-  test('a deleted cluster Secret: nothing more is written in that cluster', run(deletedNoMoreWrites));
+  test('a cluster Secret deleted mid-restart: the restart stops with it, and nothing more is written in that cluster', run(deletedNoMoreWrites));
 });

@@ -29,6 +29,7 @@ import { create, waitForDeploymentRollout } from '../cluster/testing.ts';
 import { waitFor } from '../support/wait.ts';
 import { ensureTools } from '../tools.ts';
 import { COLLECTIONS, read, rotateSecret, secret, uids, waitForEvent, waitForReadyPods, workload } from './support/fixtures.ts';
+import { explainJson } from './support/explain.ts';
 import { findLeak } from './support/leak.ts';
 import { startControllerProcess, type ControllerProcess } from './support/process.ts';
 import { createPlayground, startGitHttpServer, type GitHttpServer, type GitPlayground } from './writeback/git-server.ts';
@@ -191,6 +192,18 @@ describe('the spoke option: a controller per cluster reads Argo CD\'s Applicatio
     assert.match(String(sync['message']), /^Application api has a sync operation running/);
     assert.deepEqual(uids(await waitForReadyPods(spoke.admin, ns, 'shop', 1)), pods.shop, 'shop held by its window');
     assert.deepEqual(uids(await waitForReadyPods(spoke.admin, ns, 'api', 1)), pods.api, 'api held by its sync');
+
+    // explain --live from the spoke says why, reading the hub as the controller does; without the hub it cannot
+    // (the spoke has no Argo CD), and another cluster's Application of the same project never counts here.
+    const explain = (hubFlags: readonly string[]) => explainJson(spoke.kubeconfigPath, [`--namespace=${ns}`, 'deployment/shop', `--argocd-namespace=${ARGOCD}`, ...hubFlags]);
+    const hubFlags = [`--argocd-kubeconfig=${join(spoke.stateDir, 'argocd-hub.kubeconfig')}`, `--argocd-destination-server=${spoke.server}`];
+    const withHub = await explain(hubFlags);
+    assert.equal(withHub.workloads[0]?.application, 'shop');
+    assert.deepEqual(withHub.workloads[0]?.restart.blockedBy.map((b) => [b.kind, b.name]), [['sync-window', 'frozen']], JSON.stringify(withHub.workloads[0]?.restart));
+    const withoutHub = await explain([]);
+    assert.equal(withoutHub.workloads[0]?.restart.blockedBy.some((b) => b.kind === 'sync-window'), false, 'no Application is read in the spoke itself');
+    const elsewhere = await explain([`--argocd-kubeconfig=${join(spoke.stateDir, 'argocd-hub.kubeconfig')}`, '--argocd-destination-server=https://elsewhere.example:6443']);
+    assert.equal(elsewhere.workloads[0]?.restart.blockedBy.some((b) => b.kind === 'sync-window'), false, 'an Application deploying elsewhere does not hold shop');
 
     // The sync ends in the hub: api goes; shop is still in its window.
     await hub.admin.request('PATCH', `${ARGO}/applications/api`, { operation: null }, { contentType: 'application/merge-patch+json' });
