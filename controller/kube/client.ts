@@ -65,22 +65,61 @@ export interface KubeAccess {
   readonly kubeconfig: readonly string[];
 }
 
-/** Loads a kubeconfig or the in-cluster service account, failing fast instead of client-node's silent localhost fallback. */
-export function loadKubeConfig(access: KubeAccess): KubeConfig {
-  const config = new KubeConfig();
-  const inCluster = access.kubeconfig.length === 0;
-  let where = 'the in-cluster service account';
-  try {
-    if (inCluster) config.loadFromCluster();
-    for (const [index, file] of access.kubeconfig.entries()) {
-      where = `kubeconfig ${file}`;
+/**
+ * A kubeconfig read from files that reads them again when the server refuses its credentials (a 401): a token
+ * in a mounted Secret's kubeconfig rotated under a running controller is taken up at the next request, as the
+ * in-cluster service account's token file is. The client keeps its connection (server, CA) as it was made, so a
+ * changed server needs a restart; a read that fails keeps the kubeconfig as it was.
+ */
+class KubeConfigFiles extends KubeConfig implements CredentialsRejectedHook {
+  readonly #files: readonly string[];
+
+  constructor(files: readonly string[]) {
+    super();
+    this.#files = files;
+  }
+
+  /** Reads the files (the first file's current context wins), as kubectl merges them; `reading` hears each file's name first. */
+  read(reading?: (file: string) => void): void {
+    for (const [index, file] of this.#files.entries()) {
+      reading?.(file);
       if (index === 0) {
-        config.loadFromFile(file);
+        this.loadFromFile(file);
       } else {
         const more = new KubeConfig();
         more.loadFromFile(file);
-        config.mergeConfig(more, true);
+        this.mergeConfig(more, true);
       }
+    }
+  }
+
+  credentialsRejected(): void {
+    const fresh = new KubeConfigFiles(this.#files);
+    try {
+      fresh.read();
+    } catch {
+      return;
+    }
+    // Whole: a kubeconfig written anew may name its user and context otherwise (as a ServiceAccount's does).
+    this.clusters = fresh.clusters;
+    this.users = fresh.users;
+    this.contexts = fresh.contexts;
+    this.currentContext = fresh.currentContext;
+  }
+}
+
+/** Loads a kubeconfig or the in-cluster service account, failing fast instead of client-node's silent localhost fallback. */
+export function loadKubeConfig(access: KubeAccess): KubeConfig {
+  const inCluster = access.kubeconfig.length === 0;
+  const config = inCluster ? new KubeConfig() : new KubeConfigFiles(access.kubeconfig);
+  let where = 'the in-cluster service account';
+  try {
+    if (config instanceof KubeConfigFiles) {
+      config.read((file) => {
+        where = `kubeconfig ${file}`;
+      });
+    } else {
+      config.loadFromCluster();
     }
   } catch (error) {
     const { message, cause } = describeKubeConfigLoadError(error);

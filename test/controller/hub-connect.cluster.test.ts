@@ -4,21 +4,24 @@
  * real API server, connected with `kubeConfigFor` through the controller's own
  * client: a token with the CA, a client certificate, `insecure`, `serverName`,
  * a proxy, and an exec credential plugin (a real script). A wrong token is a
- * clear error that names the cluster and not the token.
+ * clear error that names the cluster and not the token. And a kubeconfig file
+ * (`--kubeconfig`, `--argocd-kubeconfig`) whose token is rotated is read again.
  */
 import assert from 'node:assert/strict';
-import { chmod, readFile, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { createServer, type Server } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { Counter } from 'prom-client';
 import { useCluster } from '../cluster/testing.ts';
+import { waitFor } from '../support/wait.ts';
 import type { Cluster } from '../cluster/harness.ts';
 import { systemClock } from '../../controller/clock.ts';
 import { readClusterSecret, type ArgoCluster } from '../../controller/hub/cluster-secret.ts';
 import { ClusterConnectError, kubeConfigFor, probeCluster } from '../../controller/hub/connect.ts';
 import { KubeApiError, KubeTransportError } from '../../controller/kube/errors.ts';
-import type { KubeClient } from '../../controller/kube/client.ts';
+import { loadKubeConfig, type KubeClient } from '../../controller/kube/client.ts';
 import { connectCluster } from '../../controller/wiring/cluster-client.ts';
 
 const fixture = useCluster({ clientCertificates: true });
@@ -192,4 +195,27 @@ fixture.test('an exec provider: a real plugin script, run again after a 401', as
   });
   assert.ok((await namespaceNames(argo)).includes(namespace));
   assert.equal(await plugin.runs(), 2);
+});
+
+fixture.test('a kubeconfig file whose token is rotated under a running client (--kubeconfig, --argocd-kubeconfig): read again at the 401', async ({ cluster, namespace, t }) => {
+  const file = join(await mkdtemp(join(tmpdir(), 'driftless-kubeconfig-')), 'kubeconfig');
+  t.after(() => rm(dirname(file), { recursive: true, force: true }));
+  await cluster.createServiceAccount(namespace, 'first');
+  await cluster.createServiceAccount(namespace, 'second');
+  await writeFile(file, await cluster.kubeconfigFor(namespace, 'first'));
+  const apiRequests = new Counter({ name: 'kubeconfig_test_api_requests', help: 'test', labelNames: ['verb', 'code'] as const, registers: [] });
+  const client = connectCluster(loadKubeConfig({ kubeconfig: [file] }), { kubeQps: 50, kubeBurst: 100, kubeRequestTimeout: { ms: 10_000, text: '10s' } }, { clock: systemClock(), apiRequests });
+  const whoAmI = async (): Promise<string> => (await client.request<{ status: { userInfo: { username: string } } }>('POST', '/apis/authentication.k8s.io/v1/selfsubjectreviews', {
+    body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' },
+  })).status.userInfo.username;
+  try {
+    assert.equal(await whoAmI(), `system:serviceaccount:${namespace}:first`);
+    // The file is rewritten (a mounted Secret updated) and the old identity removed: its token now gets a 401.
+    await writeFile(file, await cluster.kubeconfigFor(namespace, 'second'));
+    await cluster.admin.request('DELETE', `/api/v1/namespaces/${namespace}/serviceaccounts/first`);
+    // The API server may take its cached authentication of the old token for a few seconds more (10 s at most).
+    await waitFor('a request as the new identity, no restart', async () => (await whoAmI()) === `system:serviceaccount:${namespace}:second`, { timeoutMs: 30_000 });
+  } finally {
+    await client.close();
+  }
 });

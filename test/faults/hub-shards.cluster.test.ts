@@ -4,7 +4,8 @@
  * killed (SIGKILL), one frozen (SIGSTOP) past its Leases and resumed; each
  * time a Secret is rotated in every cluster the dead or frozen replica owned,
  * and the others restart there; then two stop (SIGTERM) and hand their
- * clusters to the third, which restarts everywhere. The audit logs are the judge: every write a
+ * clusters to the third, which restarts everywhere; then the two start again
+ * (1 → 3) and the clusters spread out once more. The audit logs are the judge: every write a
  * replica made to a cluster fell while it held that cluster's Lease (its last
  * successful write of the Lease came before, within a lease duration, and no
  * other replica's came between), and every pod was evicted once per rotation,
@@ -220,7 +221,7 @@ function warnings(replicas: readonly Replica[]): string {
   return replicas.map((replica) => `${replica.name}:\n${replica.process.lines.filter(telling).slice(-40).map((line) => JSON.stringify(line)).join('\n')}`).join('\n');
 }
 
-test('three replicas share four clusters on Leases: one killed, one frozen past its Leases, then scaled to one; every restart done once, no write by a replica after it lost a cluster\'s Lease', async (t) => {
+test('three replicas share four clusters on Leases: one killed, one frozen past its Leases, scaled to one and back to three; every restart done once, no write by a replica after it lost a cluster\'s Lease', async (t) => {
   try {
     await sharedKilledFrozen(t);
   } catch (error) {
@@ -266,6 +267,11 @@ async function sharedKilledFrozen(t: TestContext): Promise<void> {
   for (const leaving of replicas.filter((replica) => replica.name !== last)) await leaving.process.stop();
   await waitForShares(hub, targets, [last], 'scaled down to one');
   await rotateAndWait(targets, 'v5');
+
+  // And up to three again (1 → 3): the clusters spread out once more; a rotation everywhere restarts once.
+  for (const joining of replicas.filter((replica) => replica.name !== last)) joining.process = await startControllerProcess(hub, { args: ARGS, env: { POD_NAME: joining.name } });
+  await waitForShares(hub, targets, names, 'scaled up to three');
+  await rotateAndWait(targets, 'v6');
 
   const hubLeases = await hub.audit({ resource: 'leases', namespace: LEASE_NAMESPACE, succeeded: true });
   const violations: string[] = [];
