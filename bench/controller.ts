@@ -13,7 +13,8 @@
  *
  * Nothing is asserted: figures belong in a report, not in a test.
  * Options: `--only memory,reaction,fanout`, `--secrets N` (default 10000),
- * `--changes N` (default 50), `--deployments N` (default 500), `--kube-qps Q` (default 50).
+ * `--changes N` (default 50), `--deployments N` (default 500), `--kube-qps Q` (default 50),
+ * `--memory-compare '<flags>'` (each memory row measured again with those flags, on the same Secrets).
  */
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
@@ -38,6 +39,8 @@ const { values: options } = parseArgs({
     'controller-args': { type: 'string', default: '' },
     /** NODE_OPTIONS for the controller of the memory runs, e.g. `--max-semi-space-size=2`. */
     'memory-node-options': { type: 'string', default: '' },
+    /** The memory runs again on the same Secrets with these flags too, one after the other, e.g. `--streaming-list=false`. */
+    'memory-compare': { type: 'string', default: '' },
   },
 });
 const ONLY = new Set(options.only.split(','));
@@ -100,35 +103,51 @@ async function createSecrets(api: ApiClient, namespace: string, count: number, b
   return (performance.now() - started) / 1000;
 }
 
+/** One memory figure: the controller's RSS at ready and settled, its peak, and how long it took to get ready. */
+interface MemoryRow {
+  readonly label: string;
+  readonly rssMb: number;
+  readonly peakMb: number;
+  readonly syncS: number;
+  readonly settledMb: number;
+}
+
 async function memory(): Promise<void> {
   await withCluster(`memory: N = ${SECRETS}`, async (cluster) => {
-    const rows: { label: string; rssMb: number; peakMb: number; syncS: number; settledMb: number }[] = [];
+    const compare = options['memory-compare'].split(' ').filter((arg) => arg !== '');
+    const variants = compare.length === 0 ? [[]] : [[], compare];
+    const rows = new Map<string, MemoryRow[]>(variants.map((flags) => [flags.join(' '), []]));
     for (const [label, count, bytes] of [['idle, 0 Secrets', 0, 0], [`${SECRETS} × 1 KiB`, SECRETS, KiB], [`${SECRETS} × 64 KiB`, SECRETS, 64 * KiB]] as const) {
       const namespace = await cluster.newNamespace('mem');
       if (count > 0) {
         const seconds = await createSecrets(cluster.admin, namespace, count, bytes);
         log(`created ${label} in ${seconds.toFixed(1)} s (load ${load()})`);
       }
-      // The controller as shipped: the NODE_OPTIONS of manifests/controller, unless the run says otherwise.
-      const env = { NODE_OPTIONS: options['memory-node-options'] === '' ? await shippedNodeOptions() : options['memory-node-options'] };
-      const row = await withController(cluster, [`--namespaces=${namespace}`], async (controller) => {
-        const started = performance.now();
-        await controller.waitForLog('initial reconcile finished', (line) => line.msg === 'initial reconcile finished', { timeoutMs: 600_000 });
-        const syncS = (performance.now() - started) / 1000;
-        const atReady = await memoryOf(controller.pid);
-        // V8 gives freed pages back on its idle GC; a second reading, once the controller is idle, shows what stays.
-        await new Promise<void>((resolve) => setTimeout(resolve, 15_000));
-        const settled = await memoryOf(controller.pid);
-        return { label, syncS, ...atReady, settledMb: settled.rssMb };
-      }, undefined, env);
-      rows.push(row);
-      log(`${row.label}: VmRSS ${row.rssMb.toFixed(1)} MB at ready, ${row.settledMb.toFixed(1)} MB 15 s later (peak VmHWM ${row.peakMb.toFixed(1)} MB), ready ${row.syncS.toFixed(1)} s after spawn`);
+      for (const flags of variants) rows.get(flags.join(' '))?.push(await memoryRow(cluster, namespace, `${label}${flags.length === 0 ? '' : ` (${flags.join(' ')})`}`, flags));
     }
-    const [, small, large] = rows;
-    if (small !== undefined && large !== undefined) {
-      log(`64 KiB / 1 KiB RSS ratio: ${(large.rssMb / small.rssMb).toFixed(3)} at ready, ${(large.settledMb / small.settledMb).toFixed(3)} settled (target ≤ 150 MB and ≤ 1.10); load ${load()}`);
+    for (const [flags, [, small, large]] of rows) {
+      if (small === undefined || large === undefined) continue;
+      log(`64 KiB / 1 KiB RSS ratio${flags === '' ? '' : ` (${flags})`}: ${(large.rssMb / small.rssMb).toFixed(3)} at ready, ${(large.settledMb / small.settledMb).toFixed(3)} settled (target ≤ 150 MB and ≤ 1.10); load ${load()}`);
     }
   });
+}
+
+/** The controller started on `namespace` with `flags`: its memory at ready and 15 s later. */
+async function memoryRow(cluster: Cluster, namespace: string, label: string, flags: readonly string[]): Promise<MemoryRow> {
+  // The controller as shipped: the NODE_OPTIONS of manifests/controller, unless the run says otherwise.
+  const env = { NODE_OPTIONS: options['memory-node-options'] === '' ? await shippedNodeOptions() : options['memory-node-options'] };
+  const row = await withController(cluster, [`--namespaces=${namespace}`, ...flags], async (controller) => {
+    const started = performance.now();
+    await controller.waitForLog('initial reconcile finished', (line) => line.msg === 'initial reconcile finished', { timeoutMs: 600_000 });
+    const syncS = (performance.now() - started) / 1000;
+    const atReady = await memoryOf(controller.pid);
+    // V8 gives freed pages back on its idle GC; a second reading, once the controller is idle, shows what stays.
+    await new Promise<void>((resolve) => setTimeout(resolve, 15_000));
+    const settled = await memoryOf(controller.pid);
+    return { label, syncS, ...atReady, settledMb: settled.rssMb };
+  }, undefined, env);
+  log(`${row.label}: VmRSS ${row.rssMb.toFixed(1)} MB at ready, ${row.settledMb.toFixed(1)} MB 15 s later (peak VmHWM ${row.peakMb.toFixed(1)} MB), ready ${row.syncS.toFixed(1)} s after spawn`);
+  return row;
 }
 
 /** Names of the Deployments whose first-sight record is written, i.e. the controller has seen them. */
