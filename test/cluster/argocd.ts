@@ -96,6 +96,18 @@ export interface ArgoCdOptions {
    * Node the tests run on, with the patch's paths mapped to local directories.
    */
   readonly pluginImage?: PluginImageRoot;
+  /**
+   * More config-management plugins beside Driftless, each in an argocd-cmp-server of its own on the same
+   * sockets volume, as another sidecar would be (a benchmark's floor: a plugin whose generate is `cat`).
+   */
+  readonly extraPlugins?: readonly ExtraPlugin[];
+}
+
+/** A plugin of `extraPlugins`: Applications name it `<name>-v1`. */
+export interface ExtraPlugin {
+  readonly name: string;
+  /** Its `generate.command`, run in the Application's source directory. */
+  readonly generate: readonly string[];
 }
 
 /** The plugin image's root filesystem and the environment its config sets. */
@@ -127,6 +139,8 @@ export interface ArgoCD {
     options?: { readonly annotations?: Readonly<Record<string, string>> },
   ): Promise<Application>;
   getApplication(name: string): Promise<Application>;
+  /** The process id of a running component (`argocd-cmp-server`, `driftless-render-server`, `argocd-repo-server`, …), for a benchmark's readings. */
+  pidOf(name: string): number | undefined;
   /** Every Application in `argocd`. */
   listApplications(): Promise<Application[]>;
   /** Asks the controller to re-read Git (`hard` also bypasses the manifest cache). */
@@ -256,7 +270,7 @@ export async function startArgoCD(cluster: Cluster, options: ArgoCdOptions = {})
       process.off('exit', killAll);
       // Reverse start order (the render server after the cmp-server that uses it; it exits on SIGTERM).
       // The CMP server removes its socket on SIGTERM but never exits: no grace.
-      for (const component of [...components].reverse()) await component.stop(component.name === 'argocd-cmp-server' ? 0 : 5000);
+      for (const component of [...components].reverse()) await component.stop(component.name.startsWith('argocd-cmp-server') ? 0 : 5000);
       await makeRemovable(dir('repo-server-tmp'));
     })();
     return stopped;
@@ -355,6 +369,8 @@ export async function startArgoCD(cluster: Cluster, options: ArgoCdOptions = {})
       timeoutMs: startTimeoutMs,
       abortIf: alive(cmpServer),
     });
+
+    for (const extra of options.extraPlugins ?? []) await startExtraPlugin(run, alive, dir, extra, socketsDir);
 
     const repoServer = run({
       name: 'argocd-repo-server',
@@ -487,6 +503,7 @@ export async function startArgoCD(cluster: Cluster, options: ArgoCdOptions = {})
       async deleteApplication(name) {
         await admin.send('DELETE', `${applicationsPath}/${name}`);
       },
+      pidOf: (name) => components.find((component) => component.name === name && !component.exited())?.pid,
       logs,
       stop,
     };
@@ -495,6 +512,30 @@ export async function startArgoCD(cluster: Cluster, options: ArgoCdOptions = {})
     await stop();
     throw new ArgoCdStartError(`starting Argo CD failed: ${String(error)}\n${detail}`, { cause: error });
   }
+}
+
+/** An argocd-cmp-server for one of `extraPlugins`, with its plugin.yaml in a config dir of its own; waits for its socket. */
+async function startExtraPlugin(
+  run: (spec: Omit<ComponentSpec, 'logFile'>) => Component,
+  alive: (component: Component) => () => void,
+  dir: (...parts: string[]) => string,
+  plugin: ExtraPlugin,
+  socketsDir: string,
+): Promise<void> {
+  const configDir = dir('extra-plugins', plugin.name);
+  await mkdir(configDir, { recursive: true });
+  const manifest = { apiVersion: 'argoproj.io/v1alpha1', kind: 'ConfigManagementPlugin', metadata: { name: plugin.name }, spec: { version: 'v1', generate: { command: plugin.generate } } };
+  await writeFile(join(configDir, 'plugin.yaml'), JSON.stringify(manifest));
+  const server = run({
+    name: `argocd-cmp-server-${plugin.name}`,
+    command: dir('bin', 'argocd-cmp-server'),
+    args: [`--config-dir-path=${configDir}`, '--logformat=text'],
+    env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', ARGOCD_PLUGINSOCKFILEPATH: socketsDir, TMPDIR: dir('extra-plugins') },
+  });
+  await waitFor(`the plugin socket ${plugin.name}-v1.sock`, () => readdir(socketsDir).then((names) => names.includes(`${plugin.name}-v1.sock`)), {
+    timeoutMs: startTimeoutMs,
+    abortIf: alive(server),
+  });
 }
 
 /**
