@@ -247,6 +247,7 @@ async function oneSpokeDown({ hub, a, b, controller, tokens }: Scene): Promise<v
     await spokeADown({ hub, a, b, controller, tokens }, secretUid);
     assert.ok(await waitForReplaced(a.cluster, tracker, a.ns, 'slow', old, 3, 120_000), 'spoke-a\'s restart finished once it was back');
     await assertReplacedExactlyOnce(a.cluster, tracker, a.ns, 'slow', old, rotatedAt);
+    await waitForEvent(a.cluster.admin, a.ns, 'slow', 'RestartFinished', 60_000);
     assert.deepEqual((await eventsFor(a.cluster.admin, a.ns, 'slow')).map(eventSummary).sort(), ['Normal RestartFinished x1', 'Normal RestartStarted x1']);
   } finally {
     tracker.stop();
