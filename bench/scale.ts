@@ -385,6 +385,13 @@ async function startFigures(cluster: Cluster, controller: ControllerProcess, spa
   }
 }
 
+/** The controller's workqueue so far: keys run, mean wait before a run and mean run, its depth now, and its requests. */
+async function queueFigures(http: string): Promise<string> {
+  const text = await (await fetch(`http://${http}/metrics`)).text();
+  const mean = (name: string): string => (1000 * metricSum(text, `${name}_sum`) / Math.max(1, metricSum(text, `${name}_count`))).toFixed(1);
+  return `${metricSum(text, 'workqueue_work_duration_seconds_count')} runs, mean wait ${mean('workqueue_queue_duration_seconds')} ms, mean run ${mean('workqueue_work_duration_seconds')} ms, depth ${metricSum(text, 'workqueue_depth')}; ${metricSum(text, 'driftless_api_requests_total')} API requests, ${metricSum(text, 'driftless_evictions_total')} evictions`;
+}
+
 /** The controller's own counters from its /metrics. */
 async function controllerCounters(http: string): Promise<{ requests: number; relists: number; relistLines: string }> {
   const text = await (await fetch(`http://${http}/metrics`)).text();
@@ -437,6 +444,7 @@ async function rotationFigures(api: ApiClient, layouts: readonly NamespaceLayout
       const answered = performance.now();
       const at = await waitFor(`restart-at on ${target.ns}/${target.name}`, () => seen.get(`${target.ns}/${target.name}`), { timeoutMs: 120_000, intervalMs: 5 });
       latencies.push(at - answered);
+      log(`rotation ${latencies.length}: ${target.ns}/${target.secret} → restart-at on Deployment ${target.name} after ${(at - answered).toFixed(1)} ms`);
     }
   } finally {
     abort.abort();
@@ -470,6 +478,7 @@ async function measure(cluster: Cluster, layouts: readonly NamespaceLayout[]): P
     log(`steady window: ${steady['events']} watch events in ${steady['windowS']?.toFixed(1)} s (load ${load()})`);
     const latencies = await rotationFigures(cluster.admin, layouts);
     const after = await processFigures(controller.pid);
+    log(`the workqueue over the run: ${await queueFigures(String(started['http']))}`);
     return { ...start, ...steady, rotations: latencies.length, p50Ms: percentile(latencies, 50), p99Ms: percentile(latencies, 99), maxMs: Math.max(...latencies), rssAfterRotationsMb: after.rssMb, peakOverallMb: after.peakMb };
   } finally {
     await controller.stop();

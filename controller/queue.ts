@@ -11,7 +11,12 @@
  *   one due time. `add` and `addAfter` only ever move that time earlier; a
  *   later request for a key already due sooner is dropped. Debouncing is the
  *   caller's business.
- * - Bounded concurrency, FIFO among ready keys.
+ * - Bounded concurrency, FIFO among ready keys, except that keys the owner
+ *   calls deferrable (a restart in progress, looked at again on a timer) run
+ *   after every other ready key, until they have waited `deferLimitMs`: a new
+ *   change's first write does not queue behind the progress checks of many
+ *   restarts (as controller-runtime's priority queue puts the initial list
+ *   behind new events), and no check waits more than the limit for it.
  * - Outcomes of `process`: resolving forgets the key's failures; resolving
  *   with `requeueAfterMs` also re-adds the key after that delay; rejecting (or
  *   throwing) reports to `onError` and re-adds the key after a per-key
@@ -72,7 +77,14 @@ export interface WorkQueueOptions {
   readonly onError?: (key: string, error: unknown, attempt: number) => void;
   /** Told about adds, retries, waits and runs. */
   readonly metrics?: QueueMetrics;
+  /** Keys that may wait behind the other ready keys (asked when a worker frees up); default none. */
+  readonly deferrable?: (key: string) => boolean;
+  /** The longest a deferrable ready key waits behind others, ms (default 5 s). */
+  readonly deferLimitMs?: number;
 }
+
+/** The default of `deferLimitMs`. */
+export const DEFAULT_DEFER_LIMIT_MS = 5_000;
 
 /** The default retry backoff: 100 ms, doubling, capped at 5 minutes. */
 export const DEFAULT_BACKOFF: Backoff = Object.freeze({ baseMs: 100, maxMs: 5 * 60_000 });
@@ -90,6 +102,8 @@ export class WorkQueue {
   readonly #backoff: Backoff;
   readonly #onError: ((key: string, error: unknown, attempt: number) => void) | undefined;
   readonly #metrics: QueueMetrics | undefined;
+  readonly #deferrable: ((key: string) => boolean) | undefined;
+  readonly #deferLimitMs: number;
 
   /** Ready keys in FIFO order, with the time each became ready. Never holds a key being processed. */
   readonly #ready = new Map<string, number>();
@@ -121,6 +135,8 @@ export class WorkQueue {
     this.#backoff = { baseMs: backoff.baseMs, maxMs: backoff.maxMs };
     this.#onError = options.onError;
     this.#metrics = options.metrics;
+    this.#deferrable = options.deferrable;
+    this.#deferLimitMs = options.deferLimitMs ?? DEFAULT_DEFER_LIMIT_MS;
   }
 
   /** Begins processing; keys added before are kept and run in the order they were added. Idempotent. */
@@ -233,14 +249,28 @@ export class WorkQueue {
 
   #pump(): void {
     while (this.#started && !this.#closed && this.#processing.size < this.#concurrency) {
-      const next = this.#ready.entries().next();
-      if (next.done === true) return;
-      const [key, readySince] = next.value;
+      const next = this.#next();
+      if (next === undefined) return;
+      const [key, readySince] = next;
       this.#ready.delete(key);
       this.#metrics?.started(Math.max(0, this.#clock.now() - readySince));
       this.#processing.set(key, this.#clock.monotonic());
       void this.#run(key);
     }
+  }
+
+  /**
+   * The ready key to run next: the first that is not deferrable, or has waited its limit; else the first. The scan
+   * passes only deferrable keys, so it is as long as the restarts in progress that are ready at once.
+   */
+  #next(): [string, number] | undefined {
+    let first: [string, number] | undefined;
+    const now = this.#clock.now();
+    for (const entry of this.#ready) {
+      first ??= entry;
+      if (this.#deferrable === undefined || now - entry[1] >= this.#deferLimitMs || !this.#deferrable(entry[0])) return entry;
+    }
+    return first;
   }
 
   #cancelDelayed(key: string): void {

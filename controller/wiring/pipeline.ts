@@ -117,6 +117,9 @@ export function createClusterPipeline(config: ControllerConfig, deps: PipelineDe
     metrics: metrics.workqueue,
     concurrency: config.workers,
     clock,
+    // A restart in progress is looked at again every --restart-check-interval: a new change goes first (issue 23's
+    // reaction under load), and the check at most 5 s later.
+    deferrable: (key) => reconciler.isRestarting(key),
     process: async (key) => {
       inFlight++;
       const started = clock.now();

@@ -128,6 +128,28 @@ describe('WorkQueue', () => {
     assert.equal(stats().maxRunning, 2);
   });
 
+  it('a deferrable key (a restart in progress) runs after the other ready keys, until it has waited its limit', async () => {
+    const progress = new Set(['p1', 'p2']);
+    const { clock, queue, log, release } = harness({ deferrable: (key) => progress.has(key), deferLimitMs: 1_000, scripts: { hold: ['hold'], hold2: ['hold'] } });
+    queue.start();
+    queue.add('hold');
+    await settle();
+    // Ready while the worker is busy: two progress checks, then a new change.
+    queue.add('p1');
+    queue.add('p2');
+    queue.add('change');
+    await release('hold');
+    assert.deepEqual(log, ['0 hold', '0 change', '0 p1', '0 p2'], 'the new change first, then the checks in their order');
+    // A check that has waited its limit runs in its turn.
+    queue.add('hold2');
+    await settle();
+    queue.add('p1');
+    await clock.advanceAsync(1_000);
+    queue.add('late');
+    await release('hold2');
+    assert.deepEqual(log.slice(4), ['0 hold2', '1000 p1', '1000 late']);
+  });
+
   it('never gives one key to two workers, even with workers free', async () => {
     const { queue, log, release, stats } = harness({ concurrency: 3, scripts: { a: ['hold', 'hold'] } });
     queue.start();
