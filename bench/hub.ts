@@ -36,7 +36,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { ApiClient, KubeList, KubeObject } from '../test/cluster/api.ts';
 import { installArgoCdCrds } from '../test/cluster/argocd.ts';
-import { startCluster, type Cluster } from '../test/cluster/harness.ts';
+import { startClusters, type Cluster } from '../test/cluster/harness.ts';
 import { installClusterManager, writeClusterSecret } from '../test/cluster/spokes.ts';
 import { podIsReady, podTemplate } from '../test/cluster/testing.ts';
 import { waitFor } from '../test/support/wait.ts';
@@ -140,7 +140,7 @@ async function startScene(maxClusters: number): Promise<Scene> {
   const podsPerSpoke = Math.ceil(maxClusters / SPOKES) * DEPLOYMENTS * REPLICAS;
   const nodes = Math.max(1, Math.ceil((podsPerSpoke * 1.25) / PODS_PER_NODE));
   const started = performance.now();
-  const [hub, ...spokes] = await Promise.all([startCluster(), ...Array.from({ length: SPOKES }, () => startCluster({ nodes }))]);
+  const [hub, ...spokes] = await startClusters([{}, ...Array.from({ length: SPOKES }, () => ({ nodes }))]) as [Cluster, ...Cluster[]];
   const scene = { hub, spokes: [] as { cluster: Cluster; token: string }[] };
   try {
     await hub.admin.request('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ARGOCD } });

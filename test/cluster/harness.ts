@@ -181,20 +181,47 @@ const controllers = [
  * process could still take one before its component binds it (a small window).
  */
 export async function freePorts(count: number): Promise<number[]> {
-  const servers = await Promise.all(
-    Array.from(
-      { length: count },
-      () =>
-        new Promise<Server>((resolve, reject) => {
-          const server = createServer();
-          server.on('error', reject);
-          server.listen(0, '127.0.0.1', () => resolve(server));
-        }),
-    ),
-  );
-  const ports = servers.map((server) => (server.address() as AddressInfo).port);
-  await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
+  const ports: number[] = [];
+  // The kernel may hand a port just closed to the next bind(0): two clusters started at once in one process were
+  // given the same etcd peer port. A port is handed out once per process; a repeat is asked for again.
+  for (let attempt = 0; ports.length < count && attempt < 100; attempt++) {
+    const servers = await Promise.all(
+      Array.from(
+        { length: count - ports.length },
+        () =>
+          new Promise<Server>((resolve, reject) => {
+            const server = createServer();
+            server.on('error', reject);
+            server.listen(0, '127.0.0.1', () => resolve(server));
+          }),
+      ),
+    );
+    for (const server of servers) {
+      const port = (server.address() as AddressInfo).port;
+      if (!handedOutPorts.has(port)) {
+        handedOutPorts.add(port);
+        ports.push(port);
+      }
+    }
+    await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
+  }
+  if (ports.length < count) throw new Error(`no ${count} free ports on 127.0.0.1 not handed out before`);
   return ports;
+}
+
+/** Ports `freePorts` handed out in this process (test infrastructure: one set per test process). */
+const handedOutPorts = new Set<number>();
+
+/**
+ * Starts several clusters at once. If any fails, the others are stopped before the first error is thrown: a
+ * cluster left running keeps its test process alive, so one failed start would hang the file instead of failing it.
+ */
+export async function startClusters(options: readonly ClusterOptions[]): Promise<Cluster[]> {
+  const results = await Promise.allSettled(options.map((one) => startCluster(one)));
+  const failed = results.find((result) => result.status === 'rejected');
+  if (failed === undefined) return results.map((result) => (result as PromiseFulfilledResult<Cluster>).value);
+  await Promise.all(results.flatMap((result) => (result.status === 'fulfilled' ? [result.value.stop()] : [])));
+  throw failed.reason;
 }
 
 function kubeconfigYaml(server: string, ca: string, user: string, token: string): string {

@@ -16,7 +16,7 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { after, before, describe, test, type TestContext } from 'node:test';
 import type { ApiClient, KubeObject } from '../cluster/api.ts';
-import { startCluster, type Cluster } from '../cluster/harness.ts';
+import { startClusters, type Cluster } from '../cluster/harness.ts';
 import { installArgoCdCrds } from '../cluster/argocd.ts';
 import { create, waitForDeploymentRollout } from '../cluster/testing.ts';
 import { waitFor } from '../support/wait.ts';
@@ -105,7 +105,7 @@ interface Scene {
 const MANAGER_USER = `system:serviceaccount:kube-system:${MANAGER}`;
 
 async function startScene(): Promise<Scene> {
-  const [hub, sa, sb] = await Promise.all([startCluster(), startCluster({ auditLog: true }), startCluster({ auditLog: true })]);
+  const [hub, sa, sb] = await startClusters([{}, { auditLog: true }, { auditLog: true }]) as [Cluster, Cluster, Cluster];
   await hub.admin.request('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ARGOCD } });
   await installArgoCdCrds(hub);
   const [nsA, nsB] = await Promise.all([deployApp(sa), deployApp(sb)]);

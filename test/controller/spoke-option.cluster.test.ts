@@ -24,7 +24,7 @@ import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
 import type { ApiClient, KubeObject } from '../cluster/api.ts';
 import { installArgoCdCrds } from '../cluster/argocd.ts';
-import { startCluster, type Cluster } from '../cluster/harness.ts';
+import { startClusters, type Cluster } from '../cluster/harness.ts';
 import { create, waitForDeploymentRollout } from '../cluster/testing.ts';
 import { waitFor } from '../support/wait.ts';
 import { ensureTools } from '../tools.ts';
@@ -120,7 +120,7 @@ async function deployApps(spoke: Cluster): Promise<string> {
 
 async function startScene(): Promise<Scene> {
   const t0 = Date.now();
-  const [hub, spoke] = await Promise.all([startCluster(), startCluster()]);
+  const [hub, spoke] = await startClusters([{}, {}]) as [Cluster, Cluster];
   const t1 = Date.now();
   const [, ns] = await Promise.all([
     (async () => {

@@ -22,7 +22,7 @@ import { after, before, test, type TestContext } from 'node:test';
 import type { ApiClient, KubeObject } from '../cluster/api.ts';
 import { auditSucceeded, auditTime, type AuditEvent } from '../cluster/audit.ts';
 import { installArgoCdCrds } from '../cluster/argocd.ts';
-import { startCluster, type Cluster } from '../cluster/harness.ts';
+import { startClusters, type Cluster } from '../cluster/harness.ts';
 import { create, waitForDeploymentRollout } from '../cluster/testing.ts';
 import { waitFor } from '../support/wait.ts';
 import { COLLECTIONS, SECRET_VALUE, rotateSecret, secret, uids, waitForReadyPods, workload } from '../controller/support/fixtures.ts';
@@ -95,7 +95,7 @@ function clusterSecret(name: string, server: string, spoke: Cluster, token: stri
 }
 
 async function startScene(): Promise<Scene> {
-  const [hub, a, b] = await Promise.all([startCluster({ auditLog: true }), startCluster({ auditLog: true }), startCluster({ auditLog: true })]);
+  const [hub, a, b] = await startClusters([{ auditLog: true }, { auditLog: true }, { auditLog: true }]) as [Cluster, Cluster, Cluster];
   await hub.admin.request('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ARGOCD } });
   await installArgoCdCrds(hub);
   const [nsHub, nsA, nsAlias, nsB] = await Promise.all([hub.newNamespace('hub'), a.newNamespace('a'), a.newNamespace('alias'), b.newNamespace('b')]);
