@@ -532,11 +532,7 @@ export class Reflector<S> {
       continueToken = page.metadata?.continue || undefined;
       resourceVersion = page.metadata?.resourceVersion ?? '';
     } while (continueToken !== undefined && !signal.aborted);
-    for (const [key, previous] of this.#store) {
-      if (seen.has(key)) continue;
-      this.#store.delete(key);
-      this.#emit(key, previous, undefined);
-    }
+    this.#removeUnseen(seen);
     this.#resourceVersion = resourceVersion;
     // A list counts once it is whole: an attempt refused (an API not installed, the server unreachable) is not one.
     this.#hooks.onList?.();
@@ -551,15 +547,20 @@ export class Reflector<S> {
     return version !== '' && summarised === version;
   }
 
+  /** After a whole list, paged or streamed: the objects it did not name are gone. */
+  #removeUnseen(seen: ReadonlySet<string>): void {
+    for (const [key, previous] of this.#store) {
+      if (seen.has(key)) continue;
+      this.#store.delete(key);
+      this.#emit(key, previous, undefined);
+    }
+  }
+
   /** A streamed list's closing bookmark: objects it did not name are gone; the store is whole and synced. */
   #finishInitialList(initial: InitialList): void {
     initial.done = true;
     this.#initial = undefined;
-    for (const [key, previous] of this.#store) {
-      if (initial.seen.has(key)) continue;
-      this.#store.delete(key);
-      this.#emit(key, previous, undefined);
-    }
+    this.#removeUnseen(initial.seen);
     this.stats.streamedLists++;
     this.#absent = false;
     this.#pagedOnce = false;
