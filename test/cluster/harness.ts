@@ -9,7 +9,6 @@
  */
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { appendFile, readFile, rm, writeFile, mkdir } from 'node:fs/promises';
-import { createServer, type AddressInfo, type Server } from 'node:net';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { createApiClient, type ApiClient, type ApiCredentials, type KubeObject } from './api.ts';
@@ -18,6 +17,7 @@ import { ensureClusterBinaries, type CachedCrd } from './build.ts';
 import { bindKubectl, type Kubectl } from './kubectl.ts';
 import { fakeNodeAnnotation, renderKwokStages } from './kwok-stages.ts';
 import { startComponent, tailLog, type Component, type ComponentSpec } from './processes.ts';
+import { freePorts } from './ports.ts';
 import { createStateDir, removeAbandonedStateDirs } from './state-dirs.ts';
 import { waitFor } from '../support/wait.ts';
 import { makeCertificateAuthority, makeClientCertificate, type CertificateAndKey } from '../support/x509.ts';
@@ -175,42 +175,7 @@ const controllers = [
   'clusterrole-aggregation-controller',
 ];
 
-/**
- * `count` distinct free TCP ports on 127.0.0.1. All listeners stay open until
- * every port is known, so the OS cannot hand out the same port twice; another
- * process could still take one before its component binds it (a small window).
- */
-export async function freePorts(count: number): Promise<number[]> {
-  const ports: number[] = [];
-  // The kernel may hand a port just closed to the next bind(0): two clusters started at once in one process were
-  // given the same etcd peer port. A port is handed out once per process; a repeat is asked for again.
-  for (let attempt = 0; ports.length < count && attempt < 100; attempt++) {
-    const servers = await Promise.all(
-      Array.from(
-        { length: count - ports.length },
-        () =>
-          new Promise<Server>((resolve, reject) => {
-            const server = createServer();
-            server.on('error', reject);
-            server.listen(0, '127.0.0.1', () => resolve(server));
-          }),
-      ),
-    );
-    for (const server of servers) {
-      const port = (server.address() as AddressInfo).port;
-      if (!handedOutPorts.has(port)) {
-        handedOutPorts.add(port);
-        ports.push(port);
-      }
-    }
-    await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
-  }
-  if (ports.length < count) throw new Error(`no ${count} free ports on 127.0.0.1 not handed out before`);
-  return ports;
-}
-
-/** Ports `freePorts` handed out in this process (test infrastructure: one set per test process). */
-const handedOutPorts = new Set<number>();
+export { freePorts } from './ports.ts';
 
 /**
  * Starts several clusters at once. If any fails, the others are stopped before the first error is thrown: a
