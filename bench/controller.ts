@@ -17,8 +17,6 @@
  * `--memory-compare '<flags>'` (each memory row measured again with those flags, on the same Secrets).
  */
 import { randomBytes } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { ApiClient, KubeList, KubeObject } from '../test/cluster/api.ts';
 import { startCluster, type Cluster } from '../test/cluster/harness.ts';
@@ -26,7 +24,7 @@ import { podIsReady } from '../test/cluster/testing.ts';
 import { waitFor } from '../test/support/wait.ts';
 import { COLLECTIONS, rotateSecret, secret, workload } from '../test/controller/support/fixtures.ts';
 import { startControllerProcess, type ControllerProcess } from '../test/controller/support/process.ts';
-import { load, log, bounded } from './support.ts';
+import { bounded, load, log, processFigures, shippedNodeOptions } from './support.ts';
 
 const { values: options } = parseArgs({
   options: {
@@ -51,13 +49,6 @@ const KUBE_QPS = Number(options['kube-qps']);
 /** Requests in flight while filling the cluster: enough to keep etcd busy, few enough for a 2-core box. */
 const PARALLEL = 16;
 const KiB = 1024;
-
-/** VmRSS and VmHWM (peak) of a process, in MB (10^6 bytes). */
-async function memoryOf(pid: number): Promise<{ rssMb: number; peakMb: number }> {
-  const status = await readFile(`/proc/${pid}/status`, 'utf8');
-  const kib = (field: string): number => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? Number.NaN);
-  return { rssMb: (kib('VmRSS') * KiB) / 1e6, peakMb: (kib('VmHWM') * KiB) / 1e6 };
-}
 
 function percentile(values: readonly number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b);
@@ -85,13 +76,6 @@ async function withController<T>(cluster: Cluster, args: readonly string[], body
   } finally {
     await controller.stop();
   }
-}
-
-/** NODE_OPTIONS of the controller container in manifests/controller/base/deployment.yaml. */
-async function shippedNodeOptions(): Promise<string> {
-  const text = await readFile(join(import.meta.dirname, '..', 'manifests', 'controller', 'base', 'deployment.yaml'), 'utf8');
-  const match = /- name: NODE_OPTIONS\n\s+value: (.+)\n/.exec(text);
-  return match?.[1]?.trim() ?? '';
 }
 
 /** Creates `count` Secrets of `bytes` random bytes each (random, so nothing downstream can compress them away). */
@@ -140,10 +124,10 @@ async function memoryRow(cluster: Cluster, namespace: string, label: string, fla
     const started = performance.now();
     await controller.waitForLog('initial reconcile finished', (line) => line.msg === 'initial reconcile finished', { timeoutMs: 600_000 });
     const syncS = (performance.now() - started) / 1000;
-    const atReady = await memoryOf(controller.pid);
+    const atReady = await processFigures(controller.pid);
     // V8 gives freed pages back on its idle GC; a second reading, once the controller is idle, shows what stays.
     await new Promise<void>((resolve) => setTimeout(resolve, 15_000));
-    const settled = await memoryOf(controller.pid);
+    const settled = await processFigures(controller.pid);
     return { label, syncS, ...atReady, settledMb: settled.rssMb };
   }, undefined, env);
   log(`${row.label}: VmRSS ${row.rssMb.toFixed(1)} MB at ready, ${row.settledMb.toFixed(1)} MB 15 s later (peak VmHWM ${row.peakMb.toFixed(1)} MB), ready ${row.syncS.toFixed(1)} s after spawn`);

@@ -30,9 +30,7 @@
  * before the next rotation. Nothing is asserted. Options: `--clusters 1,5,20`, `--runs N`, and below.
  */
 import { randomBytes } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
 import { createServer, connect, type AddressInfo, type Server, type Socket } from 'node:net';
-import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { ApiClient, KubeList, KubeObject } from '../test/cluster/api.ts';
 import { installArgoCdCrds } from '../test/cluster/argocd.ts';
@@ -42,7 +40,7 @@ import { podIsReady, podTemplate } from '../test/cluster/testing.ts';
 import { waitFor } from '../test/support/wait.ts';
 import { COLLECTIONS } from '../test/controller/support/fixtures.ts';
 import { startControllerProcess, type ControllerProcess } from '../test/controller/support/process.ts';
-import { load, log, seconds, bounded } from './support.ts';
+import { bounded, load, log, processFigures, seconds, shippedNodeOptions } from './support.ts';
 
 const { values: options } = parseArgs({
   options: {
@@ -74,7 +72,6 @@ const RECORD_LABEL = 'driftless.dev/record-cluster';
 const PARALLEL = 16;
 /** Pods a kwok node takes. */
 const PODS_PER_NODE = 110;
-const KiB = 1024;
 
 function percentile(values: readonly number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b);
@@ -84,22 +81,6 @@ function percentile(values: readonly number[], p: number): number {
 
 function median(values: readonly number[]): number {
   return percentile(values, 50);
-}
-
-/** VmRSS and VmHWM (peak) in MB (10^6 bytes), and CPU time (user + system) in ms, of a process. */
-async function processFigures(pid: number): Promise<{ rssMb: number; peakMb: number; cpuMs: number }> {
-  const status = await readFile(`/proc/${pid}/status`, 'utf8');
-  const kib = (field: string): number => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? Number.NaN);
-  // /proc/<pid>/stat: utime and stime (fields 14, 15) after the parenthesised name, in 10 ms ticks (CLK_TCK 100).
-  const statLine = await readFile(`/proc/${pid}/stat`, 'utf8');
-  const stat = statLine.slice(statLine.lastIndexOf(')') + 2).split(' ');
-  return { rssMb: (kib('VmRSS') * KiB) / 1e6, peakMb: (kib('VmHWM') * KiB) / 1e6, cpuMs: (Number(stat[11]) + Number(stat[12])) * 10 };
-}
-
-/** NODE_OPTIONS of the controller container in manifests/controller/base/deployment.yaml (the hub overlay keeps them). */
-async function shippedNodeOptions(): Promise<string> {
-  const text = await readFile(join(import.meta.dirname, '..', 'manifests', 'controller', 'base', 'deployment.yaml'), 'utf8');
-  return /- name: NODE_OPTIONS\n\s+value: (.+)\n/.exec(text)?.[1]?.trim() ?? '';
 }
 
 /** A TCP proxy on a free loopback port to `target`: one more server URL for the same API server. */

@@ -21,14 +21,13 @@
  *
  *   node bench/plugin-fleet.ts [--apps N] [--keep]
  */
-import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { stringify } from 'yaml';
 import type { KubeList, KubeObject } from '../test/cluster/api.ts';
 import { applicationStatus, startArgoCD, type Application, type ArgoCD } from '../test/cluster/argocd.ts';
 import { startCluster, type Cluster } from '../test/cluster/harness.ts';
 import { waitFor } from '../test/support/wait.ts';
-import { bounded, load, log, seconds } from './support.ts';
+import { bounded, load, log, processFigures, seconds } from './support.ts';
 
 const { values: options } = parseArgs({
   options: {
@@ -124,14 +123,11 @@ function failedComparisons(apps: readonly Application[]): string[] {
   return apps.filter((app) => (applicationStatus(app).conditions ?? []).some((c) => c.type === 'ComparisonError')).map((app) => String(app.metadata?.name));
 }
 
-/** CPU (utime + stime of the process and its waited-for children) in ms, and VmHWM in MB, of a pid. */
+/** CPU (utime + stime of the process and the children it waited for) in ms, and VmHWM in MB, of a pid. */
 async function processReading(pid: number | undefined): Promise<{ cpuMs: number; peakMb: number }> {
   if (pid === undefined) return { cpuMs: Number.NaN, peakMb: Number.NaN };
-  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  const ticks = [11, 12, 13, 14].reduce((sum, index) => sum + Number(fields[index]), 0);
-  const hwm = /^VmHWM:\s+(\d+) kB/m.exec(await readFile(`/proc/${pid}/status`, 'utf8'))?.[1];
-  return { cpuMs: ticks * 10, peakMb: (Number(hwm) * 1024) / 1e6 };
+  const { cpuMs, peakMb } = await processFigures(pid, { children: true });
+  return { cpuMs, peakMb };
 }
 
 /** The processes whose readings a variant reports: its sidecar (none for native) and the repo server. */

@@ -21,7 +21,6 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { ApiClient, KubeList, KubeObject } from '../test/cluster/api.ts';
 import { startCluster, type Cluster } from '../test/cluster/harness.ts';
@@ -30,7 +29,7 @@ import { COLLECTIONS } from '../test/controller/support/fixtures.ts';
 import { startControllerProcess, type ControllerProcess } from '../test/controller/support/process.ts';
 import { prng } from '../test/support/prng.ts';
 import { metricSum } from '../test/support/prometheus.ts';
-import { load, log, seconds, bounded } from './support.ts';
+import { bounded, load, log, processFigures, seconds, shippedNodeOptions } from './support.ts';
 
 const { values: options } = parseArgs({
   options: {
@@ -323,16 +322,6 @@ function startChurn(api: ApiClient, layouts: readonly NamespaceLayout[]): { stop
   };
 }
 
-/** VmRSS and VmHWM (peak) of a process, in MB (10^6 bytes), and its CPU time (user + system) in ms. */
-async function processFigures(pid: number): Promise<{ rssMb: number; peakMb: number; cpuMs: number }> {
-  const status = await readFile(`/proc/${pid}/status`, 'utf8');
-  const kib = (field: string): number => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? Number.NaN);
-  // /proc/<pid>/stat: fields 14 and 15 (utime, stime) after the parenthesised command name, in 10 ms ticks (CLK_TCK 100 on Linux).
-  const statLine = await readFile(`/proc/${pid}/stat`, 'utf8');
-  const stat = statLine.slice(statLine.lastIndexOf(')') + 2).split(' ');
-  return { rssMb: (kib('VmRSS') * KiB) / 1e6, peakMb: (kib('VmHWM') * KiB) / 1e6, cpuMs: (Number(stat[11]) + Number(stat[12])) * 10 };
-}
-
 /** What the API server served for lists so far: LIST response bytes (`apiserver_response_sizes`, as written), LISTs, and streamed lists completed. */
 async function apiServerLists(api: ApiClient): Promise<{ listBytes: number; lists: number; streamedLists: number }> {
   const text = String((await api.send<string>('GET', '/metrics')).body);
@@ -450,12 +439,6 @@ async function rotationFigures(api: ApiClient, layouts: readonly NamespaceLayout
     abort.abort();
   }
   return latencies;
-}
-
-/** NODE_OPTIONS of the controller container in manifests/controller/base/deployment.yaml. */
-async function shippedNodeOptions(): Promise<string> {
-  const text = await readFile(join(import.meta.dirname, '..', 'manifests', 'controller', 'base', 'deployment.yaml'), 'utf8');
-  return /- name: NODE_OPTIONS\n\s+value: (.+)\n/.exec(text)?.[1]?.trim() ?? '';
 }
 
 /**
